@@ -1,0 +1,42 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Both install what is
+# missing (scripts/install-deps.sh), build, and run. CMake and ctest do the work underneath.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+PREFIX     ?= /usr/local
+JOBS       ?= $(shell nproc)
+CTEST_ARGS ?=
+
+.PHONY: all build deps demo test test-fast test-asan install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: deps build
+	scripts/demo.sh $(BUILD)
+
+# The main test suite, then the same suite under AddressSanitizer + UBSan.
+test: deps build
+	scripts/run-tests.sh $(BUILD) $(CTEST_ARGS)
+	$(MAKE) test-asan
+
+test-fast: build
+	scripts/run-tests.sh $(BUILD) $(CTEST_ARGS)
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCOLLIE_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	scripts/run-tests.sh $(ASAN_BUILD) -LE noasan $(CTEST_ARGS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

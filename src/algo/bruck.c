@@ -1,0 +1,14 @@
+/* Stub: not yet written; every builder here declines, so the caller falls back. */
+#include "algo/algo_impl.h"
+
+COLLIE_ALGO_DECL(collie_bruck_allgather) {
+  (void)args;
+  (void)s;
+  return COLLIE_ERR_INVALID_ARGUMENT;
+}
+
+COLLIE_ALGO_DECL(collie_bruck_alltoall) {
+  (void)args;
+  (void)s;
+  return COLLIE_ERR_INVALID_ARGUMENT;
+}

@@ -1,0 +1,489 @@
+/* Control channel: bootstrap exchange, set-up barriers, failure notices, departure. */
+#include "bootstrap/control.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "bootstrap/socket.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/tcp.h"
+
+#define CTL_MAGIC 0x434c4354u /* "CLCT" */
+#define CTL_MAX_PAYLOAD (1u << 26)
+
+typedef struct {
+  uint32_t magic, type;
+  int32_t rank;
+  uint32_t len;
+} frame_t;
+
+typedef struct {
+  uint8_t secret[16];
+  int32_t nranks;
+  uint32_t version;
+  collie_card_t card;
+} hello_t;
+
+typedef struct {
+  int32_t code, origin;
+  char text[1024];
+} fail_t;
+
+static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint32_t len, int64_t deadline) {
+  frame_t f = {CTL_MAGIC, type, rank, len};
+  if (collie_send_all(fd, &f, sizeof(f), deadline) != 0) return -1;
+  if (len && collie_send_all(fd, payload, len, deadline) != 0) return -1;
+  return 0;
+}
+
+/* Receives one frame; payload is malloc'ed (caller frees). 0 ok, -1 closed/error, -2 timeout,
+ * -3 not a collie frame. */
+static int recv_frame(int fd, frame_t *f, void **payload, int64_t deadline) {
+  *payload = NULL;
+  int r = collie_recv_all(fd, f, sizeof(*f), deadline);
+  if (r) return r;
+  if (f->magic != CTL_MAGIC || f->len > CTL_MAX_PAYLOAD) return -3;
+  if (f->len) {
+    *payload = malloc(f->len + 1);
+    if (!*payload) return -1;
+    r = collie_recv_all(fd, *payload, f->len, deadline);
+    if (r) {
+      free(*payload);
+      *payload = NULL;
+      return r;
+    }
+    ((char *)*payload)[f->len] = 0;
+  }
+  return 0;
+}
+
+static int64_t deadline_after_ms(int ms) { return collie_now_ns() + (int64_t)ms * 1000000; }
+
+static collie_result_t alloc_control(collie_comm_t *comm) {
+  collie_control_t *c = calloc(1, sizeof(*c));
+  if (!c) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  c->root_fd = -1;
+  c->wake_fd = -1;
+  pthread_mutex_init(&c->send_lock, NULL);
+  pthread_mutex_init(&c->m, NULL);
+  pthread_cond_init(&c->cv, NULL);
+  comm->ctl = c;
+  if (comm->rank == 0) {
+    c->fds = malloc(sizeof(int) * (size_t)comm->nranks);
+    c->said_bye = calloc((size_t)comm->nranks, sizeof(bool));
+    if (!c->fds || !c->said_bye) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
+    for (int i = 0; i < comm->nranks; i++) c->fds[i] = -1;
+  }
+  return COLLIE_SUCCESS;
+}
+
+static void reject_all(collie_comm_t *comm, const char *msg) {
+  for (int r = 1; r < comm->nranks; r++)
+    if (comm->ctl->fds[r] >= 0)
+      send_frame(comm->ctl->fds[r], COLLIE_CTL_REJECT, 0, msg, (uint32_t)strlen(msg), deadline_after_ms(1000));
+}
+
+static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
+                                   int64_t deadline) {
+  collie_control_t *c = comm->ctl;
+  int joined = 1;
+  char a[80];
+  while (joined < comm->nranks) {
+    int64_t left = (deadline - collie_now_ns()) / 1000000;
+    if (left <= 0) {
+      char missing[256] = "";
+      size_t o = 0;
+      for (int r = 1; r < comm->nranks && o < sizeof(missing) - 16; r++)
+        if (c->fds[r] < 0) o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? ", " : "", r);
+      return collie_error(comm, COLLIE_ERR_TIMEOUT,
+                          "rank 0 timed out after %d ms waiting for %d of %d ranks to join (missing: %s); "
+                          "check that they started, use the same unique id, and can reach this host "
+                          "(COLLIE_CONNECT_TIMEOUT raises the limit)",
+                          comm->connect_timeout_ms, comm->nranks - joined, comm->nranks, missing);
+    }
+    struct pollfd p = {listen_fd, POLLIN, 0};
+    if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) <= 0) continue;
+    struct sockaddr_storage from;
+    socklen_t flen = sizeof(from);
+    int fd = accept(listen_fd, (struct sockaddr *)&from, &flen);
+    if (fd < 0) continue;
+    collie_socket_tune(fd);
+    frame_t f;
+    void *pl = NULL;
+    int64_t hd = deadline_after_ms(2000);
+    int r = recv_frame(fd, &f, &pl, hd < deadline ? hd : deadline);
+    hello_t *h = pl;
+    const char *why = NULL;
+    if (r != 0 || f.type != COLLIE_CTL_HELLO || f.len != sizeof(hello_t)) why = "it sent no collie greeting";
+    else if (memcmp(h->secret, id->secret, 16) != 0) why = "it did not present this communicator's secret";
+    if (why) {
+      COLLIE_WARN(COLLIE_SUB_BOOTSTRAP, 0, "dropped a connection from %s to the bootstrap port: %s",
+                  collie_addr_str(&from, a, sizeof(a)), why);
+      free(pl);
+      close(fd);
+      continue;
+    }
+    char msg[512];
+    msg[0] = 0;
+    if (h->version / 100 != COLLIE_VERSION_CODE / 100)
+      snprintf(msg, sizeof(msg),
+               "rank %d runs collie version %u but rank 0 runs %d: every rank must use the same collie "
+               "version",
+               h->card.rank, h->version, COLLIE_VERSION_CODE);
+    else if (h->nranks != comm->nranks)
+      snprintf(msg, sizeof(msg), "rank %d was created with nranks=%d but rank 0 with nranks=%d", h->card.rank,
+               h->nranks, comm->nranks);
+    else if (h->card.rank <= 0 || h->card.rank >= comm->nranks)
+      snprintf(msg, sizeof(msg), "a process joined as rank %d, outside 1..%d", h->card.rank, comm->nranks - 1);
+    else if (c->fds[h->card.rank] >= 0)
+      snprintf(msg, sizeof(msg), "two processes joined as rank %d (pids %d and %d)", h->card.rank,
+               comm->cards[h->card.rank].pid, h->card.pid);
+    if (msg[0]) {
+      send_frame(fd, COLLIE_CTL_REJECT, 0, msg, (uint32_t)strlen(msg), deadline_after_ms(1000));
+      close(fd);
+      free(pl);
+      reject_all(comm, msg);
+      return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s", msg);
+    }
+    comm->cards[h->card.rank] = h->card;
+    c->fds[h->card.rank] = fd;
+    free(pl);
+    joined++;
+  }
+  size_t bytes = sizeof(collie_card_t) * (size_t)comm->nranks;
+  for (int r = 1; r < comm->nranks; r++)
+    if (send_frame(c->fds[r], COLLIE_CTL_CARDS, 0, comm->cards, (uint32_t)bytes, deadline) != 0)
+      return collie_error(comm, COLLIE_ERR_REMOTE, "rank 0 could not send the card table to rank %d: %s", r,
+                          strerror(errno));
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
+                                 collie_card_t *my_card, collie_make_listener_fn make_listener) {
+  collie_result_t res = alloc_control(comm);
+  if (res) return res;
+  int64_t deadline = deadline_after_ms(comm->connect_timeout_ms);
+  char a[80];
+  if (comm->rank == 0) {
+    struct sockaddr_storage ip = id->root;
+    res = make_listener(comm, &ip);
+    if (res) return res;
+    comm->cards[0] = *my_card;
+    comm->cards[0].data_addr = comm->tcp->addr;
+    if (comm->nranks == 1) return COLLIE_SUCCESS;
+    return root_gather(comm, id, listen_fd, deadline);
+  }
+  int err = 0;
+  int fd = collie_connect_retry(&id->root, deadline, &err);
+  if (fd < 0)
+    return collie_error(comm, fd == -2 ? COLLIE_ERR_TIMEOUT : COLLIE_ERR_SYSTEM,
+                        "rank %d could not reach rank 0 at %s within %d ms: %s; check that rank 0 started, "
+                        "that the address is right (COLLIE_ROOT_ADDR) and reachable from this host",
+                        comm->rank, collie_addr_str(&id->root, a, sizeof(a)), comm->connect_timeout_ms,
+                        strerror(err));
+  comm->ctl->root_fd = fd;
+  /* The route to the root tells which local address the other ranks can reach. */
+  struct sockaddr_storage local;
+  socklen_t llen = sizeof(local);
+  getsockname(fd, (struct sockaddr *)&local, &llen);
+  res = make_listener(comm, &local);
+  if (res) return res;
+  my_card->data_addr = comm->tcp->addr;
+  hello_t h;
+  memset(&h, 0, sizeof(h));
+  memcpy(h.secret, id->secret, 16);
+  h.nranks = comm->nranks;
+  h.version = COLLIE_VERSION_CODE;
+  h.card = *my_card;
+  if (send_frame(fd, COLLIE_CTL_HELLO, comm->rank, &h, sizeof(h), deadline) != 0)
+    return collie_error(comm, COLLIE_ERR_REMOTE, "rank %d could not greet rank 0 at %s: %s", comm->rank,
+                        collie_addr_str(&id->root, a, sizeof(a)), strerror(errno));
+  frame_t f;
+  void *pl = NULL;
+  int r = recv_frame(fd, &f, &pl, deadline);
+  if (r == -2)
+    return collie_error(comm, COLLIE_ERR_TIMEOUT,
+                        "rank %d timed out after %d ms waiting for the other ranks to join (rank 0 at %s "
+                        "answered but not everyone arrived)",
+                        comm->rank, comm->connect_timeout_ms, collie_addr_str(&id->root, a, sizeof(a)));
+  if (r != 0)
+    return collie_error(comm, COLLIE_ERR_REMOTE,
+                        "rank %d lost its connection to rank 0 at %s while joining: rank 0 died, dropped us "
+                        "(wrong unique id?), or timed out",
+                        comm->rank, collie_addr_str(&id->root, a, sizeof(a)));
+  if (f.type == COLLIE_CTL_REJECT) {
+    res = collie_error(comm, COLLIE_ERR_INVALID_USAGE, "rank 0 refused rank %d: %s", comm->rank, (char *)pl);
+    free(pl);
+    return res;
+  }
+  if (f.type != COLLIE_CTL_CARDS || f.len != sizeof(collie_card_t) * (size_t)comm->nranks) {
+    free(pl);
+    return collie_error(comm, COLLIE_ERR_INTERNAL, "rank %d received a malformed card table from rank 0",
+                        comm->rank);
+  }
+  memcpy(comm->cards, pl, f.len);
+  free(pl);
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
+  if (comm->nranks == 1) return my_error ? COLLIE_ERR_SYSTEM : COLLIE_SUCCESS;
+  collie_control_t *c = comm->ctl;
+  int64_t deadline = deadline_after_ms(comm->connect_timeout_ms);
+  frame_t f;
+  void *pl = NULL;
+  char failure[1100] = "";
+  if (comm->rank == 0) {
+    if (my_error) snprintf(failure, sizeof(failure), "rank 0 failed while creating the communicator: %s", my_error);
+    for (int r = 1; r < comm->nranks && !failure[0]; r++) {
+      int rc = recv_frame(c->fds[r], &f, &pl, deadline);
+      if (rc != 0)
+        snprintf(failure, sizeof(failure), "rank %d %s while the communicator was being created", r,
+                 rc == -2 ? "did not answer in time" : "closed its connection");
+      else if (f.type == COLLIE_CTL_FAIL)
+        snprintf(failure, sizeof(failure), "%s", ((fail_t *)pl)->text);
+      free(pl);
+      pl = NULL;
+    }
+    fail_t ft = {COLLIE_ERR_REMOTE, 0, ""};
+    snprintf(ft.text, sizeof(ft.text), "%s", failure);
+    for (int r = 1; r < comm->nranks; r++)
+      send_frame(c->fds[r], failure[0] ? COLLIE_CTL_FAIL : COLLIE_CTL_RELEASE, 0, &ft,
+                 failure[0] ? (uint32_t)sizeof(ft) : 0, deadline);
+  } else {
+    if (my_error) {
+      fail_t ft = {COLLIE_ERR_REMOTE, comm->rank, ""};
+      snprintf(ft.text, sizeof(ft.text), "rank %d failed while creating the communicator: %s", comm->rank,
+               my_error);
+      send_frame(c->root_fd, COLLIE_CTL_FAIL, comm->rank, &ft, sizeof(ft), deadline);
+      return COLLIE_ERR_SYSTEM;
+    }
+    send_frame(c->root_fd, COLLIE_CTL_BARRIER, comm->rank, NULL, 0, deadline);
+    int rc = recv_frame(c->root_fd, &f, &pl, deadline);
+    if (rc != 0)
+      snprintf(failure, sizeof(failure), "rank 0 %s while the communicator was being created",
+               rc == -2 ? "did not answer in time" : "closed its connection");
+    else if (f.type == COLLIE_CTL_FAIL)
+      snprintf(failure, sizeof(failure), "%s", ((fail_t *)pl)->text);
+    free(pl);
+  }
+  if (my_error) return COLLIE_ERR_SYSTEM;
+  if (failure[0]) return collie_error(comm, COLLIE_ERR_REMOTE, "%s", failure);
+  return COLLIE_SUCCESS;
+}
+
+void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) {
+  collie_control_t *c = comm->ctl;
+  if (!c || comm->nranks == 1) return;
+  fail_t ft = {res, comm->rank, ""};
+  snprintf(ft.text, sizeof(ft.text), "%s", msg);
+  int64_t dl = deadline_after_ms(1000);
+  pthread_mutex_lock(&c->send_lock);
+  if (comm->rank == 0) {
+    for (int r = 1; r < comm->nranks; r++)
+      if (c->fds[r] >= 0) send_frame(c->fds[r], COLLIE_CTL_FAIL, 0, &ft, sizeof(ft), dl);
+  } else if (c->root_fd >= 0) {
+    send_frame(c->root_fd, COLLIE_CTL_FAIL, comm->rank, &ft, sizeof(ft), dl);
+  }
+  pthread_mutex_unlock(&c->send_lock);
+}
+
+static void signal_bye(collie_control_t *c) {
+  pthread_mutex_lock(&c->m);
+  c->bye_done = true;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->m);
+}
+
+/* Rank 0 counts departures (its own included); the one that completes the count tells
+ * everyone. */
+static void root_note_bye(collie_comm_t *comm, int from) {
+  collie_control_t *c = comm->ctl;
+  pthread_mutex_lock(&c->m);
+  bool all = false;
+  if (!c->said_bye[from]) {
+    c->said_bye[from] = true;
+    all = ++c->nbye == comm->nranks;
+  }
+  pthread_mutex_unlock(&c->m);
+  if (!all) return;
+  pthread_mutex_lock(&c->send_lock);
+  for (int r = 1; r < comm->nranks; r++)
+    if (c->fds[r] >= 0) send_frame(c->fds[r], COLLIE_CTL_BYE_ACK, 0, NULL, 0, deadline_after_ms(1000));
+  pthread_mutex_unlock(&c->send_lock);
+  signal_bye(c);
+}
+
+/* A frame from rank `from` (rank 0's view) or from rank 0 (the others' view). Returns false
+ * when the connection is finished. */
+static bool handle_frame(collie_comm_t *comm, int fd, int from) {
+  collie_control_t *c = comm->ctl;
+  frame_t f;
+  void *pl = NULL;
+  char pd[160];
+  int rc = recv_frame(fd, &f, &pl, deadline_after_ms(5000));
+  if (rc != 0) {
+    pthread_mutex_lock(&c->m);
+    bool departed = comm->rank == 0 ? c->said_bye[from] : c->bye_done;
+    pthread_mutex_unlock(&c->m);
+    if (!departed && !atomic_load(&comm->destroyed)) {
+      collie_peer_desc(comm, from, pd, sizeof(pd));
+      if (comm->rank == 0)
+        collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
+                         "%s died or closed its connection without destroying the communicator (detected by "
+                         "rank 0); every rank now fails its pending and next operations: check that rank's "
+                         "log and exit status",
+                         pd);
+      else
+        collie_comm_fail(comm, COLLIE_ERR_REMOTE, true,
+                         "%s died or closed its connection without destroying the communicator (detected by "
+                         "rank %d); check that rank's log and exit status",
+                         pd, comm->rank);
+    }
+    return false;
+  }
+  if (f.type == COLLIE_CTL_FAIL && f.len == sizeof(fail_t)) {
+    fail_t *ft = pl;
+    ft->text[sizeof(ft->text) - 1] = 0;
+    if (comm->rank == 0) {
+      /* Relay first, so that ranks not connected to the failed peer learn it too. */
+      int already = atomic_load(&comm->failed);
+      collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
+      if (!already) {
+        pthread_mutex_lock(&c->send_lock);
+        for (int r = 1; r < comm->nranks; r++)
+          if (r != from && c->fds[r] >= 0)
+            send_frame(c->fds[r], COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(1000));
+        pthread_mutex_unlock(&c->send_lock);
+      }
+    } else {
+      collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
+    }
+  } else if (f.type == COLLIE_CTL_BYE && comm->rank == 0) {
+    root_note_bye(comm, from);
+  } else if (f.type == COLLIE_CTL_BYE_ACK && comm->rank != 0) {
+    signal_bye(c);
+  }
+  free(pl);
+  return true;
+}
+
+static void *watchdog_main(void *arg) {
+  collie_comm_t *comm = arg;
+  collie_control_t *c = comm->ctl;
+  int n = comm->nranks;
+  struct pollfd *p = calloc((size_t)n + 1, sizeof(struct pollfd));
+  int *who = calloc((size_t)n + 1, sizeof(int));
+  if (!p || !who) {
+    free(p);
+    free(who);
+    return NULL;
+  }
+  for (;;) {
+    int k = 0;
+    p[k].fd = c->wake_fd;
+    p[k++].events = POLLIN;
+    if (comm->rank == 0) {
+      for (int r = 1; r < n; r++)
+        if (c->fds[r] >= 0) {
+          p[k].fd = c->fds[r];
+          p[k].events = POLLIN;
+          who[k++] = r;
+        }
+    } else if (c->root_fd >= 0) {
+      p[k].fd = c->root_fd;
+      p[k].events = POLLIN;
+      who[k++] = 0;
+    }
+    int rc = poll(p, (nfds_t)k, -1);
+    if (rc < 0 && errno != EINTR) break;
+    if (p[0].revents) break;
+    for (int i = 1; i < k; i++) {
+      if (!p[i].revents) continue;
+      if (!handle_frame(comm, p[i].fd, who[i])) {
+        /* The connection is over: stop polling it (closing happens at destroy). */
+        if (comm->rank == 0) {
+          for (int r = 1; r < n; r++)
+            if (c->fds[r] == p[i].fd) {
+              close(c->fds[r]);
+              c->fds[r] = -1;
+            }
+        } else {
+          close(c->root_fd);
+          c->root_fd = -1;
+        }
+      }
+    }
+  }
+  free(p);
+  free(who);
+  return NULL;
+}
+
+collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
+  collie_control_t *c = comm->ctl;
+  if (comm->nranks == 1) return COLLIE_SUCCESS;
+  c->wake_fd = eventfd(0, EFD_CLOEXEC);
+  if (c->wake_fd < 0) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: eventfd failed: %s", comm->rank, strerror(errno));
+  if (pthread_create(&c->watchdog, NULL, watchdog_main, comm) != 0)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its watchdog thread", comm->rank);
+  c->watchdog_running = true;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
+  collie_control_t *c = comm->ctl;
+  if (!c || comm->nranks == 1 || !c->watchdog_running) return COLLIE_SUCCESS;
+  if (comm->rank == 0) {
+    root_note_bye(comm, 0);
+  } else if (c->root_fd >= 0) {
+    pthread_mutex_lock(&c->send_lock);
+    send_frame(c->root_fd, COLLIE_CTL_BYE, comm->rank, NULL, 0, deadline_after_ms(1000));
+    pthread_mutex_unlock(&c->send_lock);
+  }
+  pthread_mutex_lock(&c->m);
+  while (!c->bye_done && !atomic_load(&comm->failed)) {
+    int64_t left = deadline_ns - collie_now_ns();
+    if (left <= 0) break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t step = left < 50000000 ? left : 50000000; /* re-check the failure flag often */
+    ts.tv_nsec += step % 1000000000;
+    ts.tv_sec += step / 1000000000 + ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(&c->cv, &c->m, &ts);
+  }
+  bool done = c->bye_done;
+  pthread_mutex_unlock(&c->m);
+  if (done || atomic_load(&comm->failed)) return COLLIE_SUCCESS;
+  return COLLIE_ERR_TIMEOUT;
+}
+
+void collie_ctl_close(collie_comm_t *comm) {
+  collie_control_t *c = comm->ctl;
+  if (!c) return;
+  if (c->watchdog_running) {
+    uint64_t one = 1;
+    if (write(c->wake_fd, &one, sizeof(one)) < 0) { /* the thread also stops on closed fds */
+    }
+    pthread_join(c->watchdog, NULL);
+  }
+  if (c->wake_fd >= 0) close(c->wake_fd);
+  if (c->root_fd >= 0) close(c->root_fd);
+  if (c->fds)
+    for (int r = 0; r < comm->nranks; r++)
+      if (c->fds[r] >= 0) close(c->fds[r]);
+  free(c->fds);
+  free(c->said_bye);
+  pthread_mutex_destroy(&c->send_lock);
+  pthread_mutex_destroy(&c->m);
+  pthread_cond_destroy(&c->cv);
+  free(c);
+  comm->ctl = NULL;
+}

@@ -1,0 +1,59 @@
+/* The control channel: the bootstrap connections (every rank <-> rank 0) kept open for the
+ * communicator's life. They carry the card exchange, the set-up barriers, failure notices
+ * (the rank that detects a failure tells rank 0, which tells everyone) and the departure
+ * handshake of destroy. A watchdog thread per communicator sleeps in poll() on them:
+ * rank 0 notices at once when any rank's connection drops, every rank when rank 0's does. */
+#ifndef COLLIE_CONTROL_H
+#define COLLIE_CONTROL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bootstrap/unique_id.h"
+#include "core/comm.h"
+
+enum {
+  COLLIE_CTL_HELLO = 1,
+  COLLIE_CTL_CARDS,
+  COLLIE_CTL_REJECT,
+  COLLIE_CTL_BARRIER,
+  COLLIE_CTL_RELEASE,
+  COLLIE_CTL_FAIL,
+  COLLIE_CTL_BYE,
+  COLLIE_CTL_BYE_ACK
+};
+
+typedef struct collie_control {
+  int root_fd;          /* non-root: the connection to rank 0 */
+  int *fds;             /* rank 0: connection of each rank (-1 for itself) */
+  bool *said_bye;       /* rank 0: ranks that finished destroy's handshake */
+  int nbye;
+  int wake_fd;          /* eventfd: stops the watchdog */
+  pthread_t watchdog;
+  bool watchdog_running;
+  pthread_mutex_t send_lock;
+  pthread_mutex_t m;
+  pthread_cond_t cv;
+  bool bye_done;        /* the departure handshake finished */
+} collie_control_t;
+
+/* Rank 0: accepts every rank on listen_fd, checks secrets, exchanges cards. Others:
+ * connect to the root in `id`, present their card, receive all cards. `my_card` is filled
+ * by the caller except data_addr, which `make_listener` sets once the route is known. */
+typedef collie_result_t (*collie_make_listener_fn)(collie_comm_t *comm, const struct sockaddr_storage *local_ip);
+collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
+                                 collie_card_t *my_card, collie_make_listener_fn make_listener);
+
+/* A barrier over the control star, used only during set-up (before the watchdog runs).
+ * A rank that failed during set-up calls it with `my_error` set to tell the others. */
+collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error);
+
+collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm);
+/* Sends a failure notice (rank 0: to everyone; others: to rank 0, which relays). */
+void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);
+/* Destroy's handshake: returns once every rank said bye, the comm failed, or the deadline. */
+collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns);
+void collie_ctl_close(collie_comm_t *comm);
+
+#endif

@@ -1,0 +1,197 @@
+/* collie_comm_init_env: rank, size and rendezvous from whichever launcher started us.
+ *
+ * Order (API.md): COLLIE_RANK/COLLIE_NRANKS (collie-run), OMPI_COMM_WORLD_RANK/SIZE (Open
+ * MPI), PMI_RANK/PMI_SIZE (MPICH), SLURM_PROCID/SLURM_NTASKS (Slurm), RANK/WORLD_SIZE
+ * (torchrun). The root's address comes from COLLIE_ROOT_ADDR or MASTER_ADDR/MASTER_PORT;
+ * without one, all ranks must share a host and meet through a file named after the
+ * launcher's job id, which rank 0 writes and removes once everyone has joined. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bootstrap/socket.h"
+#include "bootstrap/unique_id.h"
+#include "core/comm.h"
+#include "core/comm_internal.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/params.h"
+
+typedef struct {
+  const char *rank, *size, *local_size, *name;
+} launcher_t;
+
+static const launcher_t launchers[] = {
+    {"COLLIE_RANK", "COLLIE_NRANKS", "COLLIE_LOCAL_SIZE", "collie-run"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI"},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "MPICH"},
+    {"SLURM_PROCID", "SLURM_NTASKS", NULL, "Slurm"},
+    {"RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "torchrun"},
+};
+
+static int env_int(const char *name, int *out) {
+  const char *v = name ? getenv(name) : NULL;
+  if (!v || !*v) return -1;
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*end || x < 0 || x > 1 << 30) return -2;
+  *out = (int)x;
+  return 0;
+}
+
+/* A string that every rank of this job shares and no other job has. */
+static void job_key(char *buf, size_t len) {
+  const char *v;
+  if ((v = getenv("COLLIE_JOB_ID")) && *v) snprintf(buf, len, "c-%s", v);
+  else if ((v = getenv("PMIX_NAMESPACE")) && *v) snprintf(buf, len, "ompi-%s", v);
+  else if ((v = getenv("OMPI_MCA_ess_base_jobid")) && *v) snprintf(buf, len, "ompi-%s", v);
+  else if ((v = getenv("SLURM_JOB_ID")) && *v)
+    snprintf(buf, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
+  else if (getenv("PMI_FD") || getenv("PMI_PORT"))
+    /* MPICH's hydra starts every rank of a host from one proxy: its pid names the job. */
+    snprintf(buf, len, "hydra-%d", (int)getppid());
+  else if ((v = getenv("TORCHELASTIC_RUN_ID")) && *v) snprintf(buf, len, "torch-%s", v);
+  else buf[0] = 0;
+  for (char *p = buf; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.'))
+      *p = '_';
+}
+
+static void secret_from(const char *a, const char *b, uint8_t out[16]) {
+  char buf[512];
+  int n = snprintf(buf, sizeof(buf), "%s|%s", a, b);
+  uint64_t h1 = collie_hash64(buf, (size_t)n, 1), h2 = collie_hash64(buf, (size_t)n, 2);
+  memcpy(out, &h1, 8);
+  memcpy(out + 8, &h2, 8);
+}
+
+static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, const char *addr, const char *key) {
+  collie_id_info_t info = {0};
+  char err[256];
+  if (collie_parse_hostport(addr, &info.root, err, sizeof(err)) != 0)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_env on rank %d: root address: %s", rank,
+                        err);
+  secret_from(key, addr, info.secret);
+  info.version = COLLIE_VERSION_CODE;
+  collie_unique_id_t id;
+  collie_id_encode(&info, &id);
+  int fd = -1;
+  int inherited;
+  if (rank == 0 && env_int("COLLIE_ROOT_LISTEN_FD", &inherited) == 0) {
+    /* collie-run bound the port for us: adopt its socket (no race for the port). */
+    int type = 0;
+    socklen_t tl = sizeof(type);
+    if (getsockopt(inherited, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM) fd = inherited;
+    if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  return collie_comm_init_internal(comm, size, id, rank, NULL, fd);
+}
+
+static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size, const char *key,
+                                        const char *launcher) {
+  if (!key[0])
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
+                        "collie_comm_init_env on rank %d: %s gave no job id to meet by; set "
+                        "COLLIE_ROOT_ADDR=host:port (or MASTER_ADDR and MASTER_PORT) for every rank",
+                        rank, launcher);
+  char path[512], tmp[560];
+  snprintf(path, sizeof(path), "/tmp/collie-%u-%s.id", (unsigned)getuid(), key);
+  int64_t timeout_ms = collie_param_int(COLLIE_P_CONNECT_TIMEOUT) * 1000;
+  collie_unique_id_t id;
+  if (rank == 0) {
+    collie_id_info_t info = {0};
+    struct sockaddr_in *sin = (struct sockaddr_in *)&info.root;
+    sin->sin_family = AF_INET;
+    sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = collie_listen(&info.root);
+    if (fd < 0)
+      return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_env on rank 0 could not listen on loopback: %s",
+                          strerror(errno));
+    collie_random_bytes(info.secret, 16);
+    info.version = COLLIE_VERSION_CODE;
+    collie_id_encode(&info, &id);
+    snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
+    int wfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (wfd < 0 || write(wfd, &id, sizeof(id)) != (ssize_t)sizeof(id) || close(wfd) != 0 || rename(tmp, path) != 0) {
+      int e = errno;
+      if (wfd >= 0) unlink(tmp);
+      close(fd);
+      return collie_error(NULL, COLLIE_ERR_SYSTEM,
+                          "collie_comm_init_env on rank 0 could not publish its address in %s: %s", path,
+                          strerror(e));
+    }
+    collie_result_t res = collie_comm_init_internal(comm, size, id, 0, NULL, fd);
+    unlink(path); /* everyone joined (or gave up): the file has served */
+    return res;
+  }
+  int64_t deadline = collie_now_ns() + timeout_ms * 1000000;
+  for (;;) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = read(fd, &id, sizeof(id));
+      close(fd);
+      if (n == (ssize_t)sizeof(id)) break;
+    }
+    if (collie_now_ns() > deadline)
+      return collie_error(NULL, COLLIE_ERR_TIMEOUT,
+                          "collie_comm_init_env on rank %d: rank 0 did not publish its address in %s within %lld s; "
+                          "check that rank 0 runs on this host, or set COLLIE_ROOT_ADDR",
+                          rank, path, (long long)(timeout_ms / 1000));
+    usleep(5000);
+  }
+  return collie_comm_init_internal(comm, size, id, rank, NULL, -1);
+}
+
+collie_result_t collie_comm_init_env(collie_comm_t **comm) {
+  if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_env: comm is NULL");
+  *comm = NULL;
+  const launcher_t *l = NULL;
+  int rank = -1, size = -1, local_size = -1;
+  for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+    int r = env_int(launchers[i].rank, &rank), s = env_int(launchers[i].size, &size);
+    if (r == -1 && s == -1) continue;
+    if (r != 0 || s != 0 || size < 1 || rank >= size)
+      return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                          "collie_comm_init_env: %s=%s and %s=%s do not describe a rank of a job", launchers[i].rank,
+                          getenv(launchers[i].rank) ? getenv(launchers[i].rank) : "(unset)", launchers[i].size,
+                          getenv(launchers[i].size) ? getenv(launchers[i].size) : "(unset)");
+    l = &launchers[i];
+    break;
+  }
+  if (!l)
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
+                        "collie_comm_init_env found no launcher environment: start the program with collie-run, "
+                        "mpirun, mpiexec or srun, or set COLLIE_RANK and COLLIE_NRANKS (and COLLIE_ROOT_ADDR)");
+  char key[256];
+  job_key(key, sizeof(key));
+  COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank, "launched by %s as rank %d of %d (job key '%s')", l->name, rank, size, key);
+  const char *addr = collie_param_str(COLLIE_P_ROOT_ADDR);
+  char master[300];
+  if (!addr && getenv("MASTER_ADDR") && getenv("MASTER_PORT")) {
+    const char *h = getenv("MASTER_ADDR");
+    snprintf(master, sizeof(master), strchr(h, ':') ? "[%s]:%s" : "%s:%s", h, getenv("MASTER_PORT"));
+    addr = master;
+  }
+  if (addr) return init_with_addr(comm, rank, size, addr, key);
+  if (size == 1) {
+    collie_unique_id_t id;
+    collie_result_t res = collie_get_unique_id(&id);
+    return res ? res : collie_comm_init_internal(comm, 1, id, 0, NULL, -1);
+  }
+  int nnodes;
+  bool multi = (env_int(l->local_size, &local_size) == 0 && local_size != size) ||
+               (env_int("SLURM_NNODES", &nnodes) == 0 && nnodes > 1);
+  if (multi)
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
+                        "collie_comm_init_env on rank %d: the %d ranks span several hosts; set "
+                        "COLLIE_ROOT_ADDR=host:port (a host of rank 0 and a free port) or MASTER_ADDR and "
+                        "MASTER_PORT for every rank",
+                        rank, size);
+  return init_single_host(comm, rank, size, key, l->name);
+}

@@ -1,0 +1,294 @@
+/* Socket helpers (see socket.h). */
+#include "bootstrap/socket.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "core/comm_internal.h"
+#include "core/params.h"
+
+int collie_parse_hostport(const char *s, struct sockaddr_storage *out, char *err, size_t errlen) {
+  char host[256];
+  const char *port;
+  if (!s || !*s) {
+    snprintf(err, errlen, "empty address");
+    return -1;
+  }
+  if (s[0] == '[') {
+    const char *end = strchr(s, ']');
+    if (!end || end[1] != ':') {
+      snprintf(err, errlen, "'%s' is not [ipv6]:port", s);
+      return -1;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)(end - s - 1), s + 1);
+    port = end + 2;
+  } else {
+    const char *colon = strrchr(s, ':');
+    if (!colon) {
+      snprintf(err, errlen, "'%s' has no :port", s);
+      return -1;
+    }
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - s), s);
+    port = colon + 1;
+  }
+  char *endp;
+  long p = strtol(port, &endp, 10);
+  if (*endp || p <= 0 || p > 65535) {
+    snprintf(err, errlen, "'%s' has an invalid port", s);
+    return -1;
+  }
+  struct addrinfo hints = {0}, *res = NULL;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(host, NULL, &hints, &res);
+  if (rc != 0 || !res) {
+    snprintf(err, errlen, "cannot resolve host '%s': %s", host, gai_strerror(rc));
+    return -1;
+  }
+  memset(out, 0, sizeof(*out));
+  memcpy(out, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  collie_addr_set_port(out, (uint16_t)p);
+  return 0;
+}
+
+socklen_t collie_addr_len(const struct sockaddr_storage *a) {
+  return a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+uint16_t collie_addr_port(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+  return ntohs(((const struct sockaddr_in *)a)->sin_port);
+}
+
+void collie_addr_set_port(struct sockaddr_storage *a, uint16_t port) {
+  if (a->ss_family == AF_INET6) ((struct sockaddr_in6 *)a)->sin6_port = htons(port);
+  else ((struct sockaddr_in *)a)->sin_port = htons(port);
+}
+
+const char *collie_addr_str(const struct sockaddr_storage *a, char *buf, size_t len) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (a->ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, ip, sizeof(ip));
+    snprintf(buf, len, "[%s]:%u", ip, collie_addr_port(a));
+  } else {
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, ip, sizeof(ip));
+    snprintf(buf, len, "%s:%u", ip, collie_addr_port(a));
+  }
+  return buf;
+}
+
+bool collie_ifname_match(const char *filter, const char *name) {
+  if (!filter || !*filter) return true;
+  bool exclude = false, exact = false;
+  if (*filter == '^') {
+    exclude = true;
+    filter++;
+  }
+  if (*filter == '=') {
+    exact = true;
+    filter++;
+  }
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", filter);
+  bool hit = false;
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (exact ? strcmp(tok, name) == 0 : strncmp(tok, name, strlen(tok)) == 0) hit = true;
+  }
+  return exclude ? !hit : hit;
+}
+
+int collie_pick_local_addr(struct sockaddr_storage *out, char *err, size_t errlen) {
+  const char *filter = collie_param_str(COLLIE_P_SOCKET_IFNAME);
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) != 0) {
+    snprintf(err, errlen, "getifaddrs failed: %s", strerror(errno));
+    return -1;
+  }
+  int found = -1;
+  /* Two passes: first non-loopback (unless the filter names loopback), then loopback. */
+  for (int pass = 0; pass < 2 && found < 0; pass++) {
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+      if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
+      if (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6) continue;
+      if (i->ifa_addr->sa_family == AF_INET6 &&
+          IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr))
+        continue;
+      bool lo = (i->ifa_flags & IFF_LOOPBACK) != 0;
+      if (filter ? !collie_ifname_match(filter, i->ifa_name) : (pass == 0 ? lo : !lo)) continue;
+      /* Prefer IPv4 when both exist on the same interface: simpler for users to read. */
+      if (found >= 0 && out->ss_family == AF_INET) continue;
+      memset(out, 0, sizeof(*out));
+      memcpy(out, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                                 : sizeof(struct sockaddr_in6));
+      found = 0;
+      if (out->ss_family == AF_INET) break;
+    }
+    if (filter) break;
+  }
+  freeifaddrs(ifs);
+  if (found < 0)
+    snprintf(err, errlen, "no network interface matches COLLIE_SOCKET_IFNAME='%s'", filter ? filter : "");
+  return found;
+}
+
+int collie_listen(struct sockaddr_storage *addr) {
+  int lo = 0, hi = 0;
+  const char *range = collie_param_str(COLLIE_P_PORT_RANGE);
+  if (range && sscanf(range, "%d-%d", &lo, &hi) != 2) lo = hi = 0;
+  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int ok = -1;
+  if (lo > 0 && hi >= lo) {
+    for (int p = lo; p <= hi && ok != 0; p++) {
+      collie_addr_set_port(addr, (uint16_t)p);
+      ok = bind(fd, (struct sockaddr *)addr, collie_addr_len(addr));
+    }
+  } else {
+    collie_addr_set_port(addr, 0);
+    ok = bind(fd, (struct sockaddr *)addr, collie_addr_len(addr));
+  }
+  if (ok != 0 || listen(fd, 1024) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  socklen_t len = sizeof(*addr);
+  getsockname(fd, (struct sockaddr *)addr, &len);
+  return fd;
+}
+
+void collie_socket_tune(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+int collie_set_nonblocking(int fd, bool nb) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0) return -1;
+  return fcntl(fd, F_SETFL, nb ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
+}
+
+int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out) {
+  int64_t backoff_ms = 5;
+  for (;;) {
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      *err_out = errno;
+      return -1;
+    }
+    if (connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr)) == 0) {
+      collie_socket_tune(fd);
+      return fd;
+    }
+    *err_out = errno;
+    close(fd);
+    if (*err_out != ECONNREFUSED && *err_out != ETIMEDOUT && *err_out != ENETUNREACH &&
+        *err_out != EHOSTUNREACH && *err_out != ECONNRESET && *err_out != EAGAIN)
+      return -1;
+    int64_t now = collie_now_ns();
+    if (now >= deadline_ns) return -2;
+    int64_t left_ms = (deadline_ns - now) / 1000000;
+    usleep((useconds_t)((backoff_ms < left_ms ? backoff_ms : left_ms) * 1000));
+    if (backoff_ms < 200) backoff_ms *= 2;
+  }
+}
+
+static int wait_fd(int fd, short ev, int64_t deadline_ns) {
+  for (;;) {
+    int64_t left = deadline_ns - collie_now_ns();
+    if (left <= 0) return -2;
+    struct pollfd p = {fd, ev, 0};
+    int ms = (int)(left / 1000000) + 1;
+    int r = poll(&p, 1, ms > 1000 ? 1000 : ms);
+    if (r > 0) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+int collie_send_all(int fd, const void *buf, size_t len, int64_t deadline_ns) {
+  const char *p = buf;
+  while (len) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      int w = wait_fd(fd, POLLOUT, deadline_ns);
+      if (w) return w;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+int collie_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns) {
+  char *p = buf;
+  while (len) {
+    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= (size_t)n;
+      continue;
+    }
+    if (n == 0) {
+      errno = ECONNRESET;
+      return -1;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int w = wait_fd(fd, POLLIN, deadline_ns);
+      if (w) return w;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+int collie_listen_exact(struct sockaddr_storage *addr) {
+  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(fd, (struct sockaddr *)addr, collie_addr_len(addr)) != 0) {
+    /* MASTER_ADDR may name this host by an address it cannot bind (NAT, a name that
+     * resolves elsewhere): listen on every address with that port. */
+    struct sockaddr_storage any;
+    memset(&any, 0, sizeof(any));
+    any.ss_family = addr->ss_family;
+    collie_addr_set_port(&any, collie_addr_port(addr));
+    if (bind(fd, (struct sockaddr *)&any, collie_addr_len(&any)) != 0) {
+      int e = errno;
+      close(fd);
+      errno = e;
+      return -1;
+    }
+  }
+  if (listen(fd, 1024) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}

@@ -1,0 +1,40 @@
+/* Socket helpers shared by the bootstrap and the TCP transport: addresses, interface
+ * selection (NCCL's COLLIE_SOCKET_IFNAME syntax), listening within COLLIE_PORT_RANGE,
+ * connecting with retries, and whole-buffer I/O with deadlines. */
+#ifndef COLLIE_SOCKET_H
+#define COLLIE_SOCKET_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* "host:port", "[v6]:port"; host may be a name. 0 on success. */
+int collie_parse_hostport(const char *s, struct sockaddr_storage *out, char *err, size_t errlen);
+const char *collie_addr_str(const struct sockaddr_storage *a, char *buf, size_t len);
+socklen_t collie_addr_len(const struct sockaddr_storage *a);
+uint16_t collie_addr_port(const struct sockaddr_storage *a);
+void collie_addr_set_port(struct sockaddr_storage *a, uint16_t port);
+
+/* Does interface `name` pass the filter ("eth,ib", "^docker", "=eth0")? */
+bool collie_ifname_match(const char *filter, const char *name);
+/* The address to advertise: the first up interface passing COLLIE_SOCKET_IFNAME (default:
+ * the first non-loopback one, else loopback). 0 on success. */
+int collie_pick_local_addr(struct sockaddr_storage *out, char *err, size_t errlen);
+
+/* A listening socket on `addr`'s IP (port from COLLIE_PORT_RANGE or any); the chosen port is
+ * written back into addr. Returns the fd or -1 with errno. */
+int collie_listen(struct sockaddr_storage *addr);
+/* Connects, retrying refused/unreachable attempts until deadline_ns. Returns fd or -1. */
+int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out);
+
+/* Blocking whole-buffer I/O with a deadline (poll based). 0 ok, -1 error/EOF (errno set,
+ * ECONNRESET for EOF), -2 timeout. */
+int collie_send_all(int fd, const void *buf, size_t len, int64_t deadline_ns);
+int collie_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns);
+
+void collie_socket_tune(int fd); /* TCP_NODELAY, close-on-exec */
+int collie_set_nonblocking(int fd, bool nb);
+
+#endif

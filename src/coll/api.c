@@ -1,0 +1,341 @@
+/* The collective calls of API.md: argument checks, in-place detection, then post.
+ * Each blocking call is its i-variant followed by a wait (or deferral to group end). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll.h"
+#include "core/error.h"
+
+typedef collie_request_t req_t;
+
+static collie_result_t check_base(collie_comm_t *comm, const char *fn, req_t **req) {
+  collie_result_t res = collie_comm_check(comm, fn);
+  if (res) return res;
+  if (!req) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: request is NULL", fn, comm->rank);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t check_op(collie_comm_t *comm, const char *fn, collie_redop_t op) {
+  if ((unsigned)op >= COLLIE_NUM_OPS)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
+                        "%s on rank %d: reduction op %d is not a collie op (sum, prod, max, min, avg)", fn, comm->rank,
+                        (int)op);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t check_root(collie_comm_t *comm, const char *fn, int root) {
+  if (root < 0 || root >= comm->nranks)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: root %d is not in 0..%d", fn, comm->rank,
+                        root, comm->nranks - 1);
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t check_buf(collie_comm_t *comm, const char *fn, const void *buf, const char *name, size_t count) {
+  if (!buf && count)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: %s is NULL but holds %zu elements", fn,
+                        comm->rank, name, count);
+  return COLLIE_SUCCESS;
+}
+
+/* count * nranks elements, checked for overflow. */
+static collie_result_t check_total(collie_comm_t *comm, const char *fn, size_t count, collie_datatype_t dt,
+                                   size_t *bytes, size_t *total) {
+  collie_result_t res = collie_check_count(comm, fn, count, dt, bytes);
+  if (res) return res;
+  if (count && (size_t)comm->nranks > SIZE_MAX / 4 / *bytes)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: %zu elements times %d ranks overflows",
+                        fn, comm->rank, count, comm->nranks);
+  *total = count * (size_t)comm->nranks;
+  return COLLIE_SUCCESS;
+}
+
+/* Sums a counts array, checking for NULL and overflow. */
+static collie_result_t check_counts(collie_comm_t *comm, const char *fn, const size_t *counts, const char *name,
+                                    collie_datatype_t dt, size_t *sum) {
+  if (!counts)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: %s is NULL", fn, comm->rank, name);
+  size_t esz = collie_datatype_size(dt), s = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (counts[r] > (SIZE_MAX / 4) / (esz ? esz : 1) - s)
+      return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: %s[%d]=%zu overflows the address space",
+                          fn, comm->rank, name, r, counts[r]);
+    s += counts[r];
+  }
+  *sum = s;
+  return COLLIE_SUCCESS;
+}
+
+#define TRY(x)                        \
+  do {                                \
+    collie_result_t try_res_ = (x);   \
+    if (try_res_) return try_res_;    \
+  } while (0)
+
+static collie_result_t post_or_done(collie_comm_t *comm, collie_coll_args_t *a, collie_coll_call_t *c, bool empty,
+                                    req_t **req) {
+  if (empty) return collie_coll_done(comm, c, req);
+  return collie_coll_post(comm, a, c, req);
+}
+
+collie_result_t collie_iallreduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
+                                  collie_redop_t op, collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_allreduce";
+  size_t bytes;
+  TRY(check_base(comm, fn, req));
+  TRY(collie_check_count(comm, fn, count, dt, &bytes));
+  TRY(check_op(comm, fn, op));
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", count));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", count));
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, bytes, count, recvbuf, count, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_ALLREDUCE, .count = count, .in_place = sendbuf == recvbuf};
+  return post_or_done(comm, &a, &c, count == 0, req);
+}
+
+collie_result_t collie_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt, int root,
+                                  collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_broadcast";
+  size_t bytes;
+  TRY(check_base(comm, fn, req));
+  TRY(collie_check_count(comm, fn, count, dt, &bytes));
+  TRY(check_root(comm, fn, root));
+  if (comm->rank == root) TRY(check_buf(comm, fn, sendbuf, "sendbuf at the root", count));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", count));
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, root, bytes, count, NULL, 0, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_BROADCAST, .root = root, .count = count,
+                          .in_place = comm->rank == root && sendbuf == recvbuf};
+  return post_or_done(comm, &a, &c, count == 0, req);
+}
+
+collie_result_t collie_ireduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
+                               collie_redop_t op, int root, collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_reduce";
+  size_t bytes;
+  TRY(check_base(comm, fn, req));
+  TRY(collie_check_count(comm, fn, count, dt, &bytes));
+  TRY(check_op(comm, fn, op));
+  TRY(check_root(comm, fn, root));
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", count));
+  if (comm->rank == root) TRY(check_buf(comm, fn, recvbuf, "recvbuf at the root", count));
+  bool at_root = comm->rank == root;
+  collie_coll_call_t c = {fn, sendbuf, at_root ? recvbuf : NULL, dt, op, root, bytes, count,
+                          at_root ? recvbuf : NULL, at_root ? count : 0, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE, .root = root, .count = count,
+                          .in_place = at_root && sendbuf == recvbuf};
+  return post_or_done(comm, &a, &c, count == 0, req);
+}
+
+collie_result_t collie_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, collie_datatype_t dt,
+                                  collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_allgather";
+  size_t bytes, total;
+  TRY(check_base(comm, fn, req));
+  TRY(check_total(comm, fn, sendcount, dt, &bytes, &total));
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", sendcount));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", total));
+  bool in_place = recvbuf && (const char *)sendbuf == (char *)recvbuf + (size_t)comm->rank * bytes;
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, sendcount, NULL, 0,
+                          NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_ALLGATHER, .count = sendcount, .in_place = in_place};
+  return post_or_done(comm, &a, &c, sendcount == 0, req);
+}
+
+collie_result_t collie_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                                   const size_t *displs, collie_datatype_t dt, collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_allgatherv";
+  size_t bytes, sum;
+  TRY(check_base(comm, fn, req));
+  TRY(collie_check_count(comm, fn, sendcount, dt, &bytes));
+  TRY(check_counts(comm, fn, recvcounts, "recvcounts", dt, &sum));
+  if (!displs) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: displs is NULL", fn, comm->rank);
+  if (recvcounts[comm->rank] != sendcount)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
+                        "%s on rank %d: sendcount is %zu but recvcounts[%d] is %zu; they must be equal", fn,
+                        comm->rank, sendcount, comm->rank, recvcounts[comm->rank]);
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", sendcount));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", sum));
+  size_t esz = collie_datatype_size(dt);
+  bool in_place = recvbuf && (const char *)sendbuf == (char *)recvbuf + displs[comm->rank] * esz;
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, sum * esz, sum, NULL, 0, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_ALLGATHERV, .counts = recvcounts, .displs = displs, .in_place = in_place};
+  return post_or_done(comm, &a, &c, sum == 0, req);
+}
+
+collie_result_t collie_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, collie_datatype_t dt,
+                                       collie_redop_t op, collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_reduce_scatter";
+  size_t bytes, total;
+  TRY(check_base(comm, fn, req));
+  TRY(check_total(comm, fn, recvcount, dt, &bytes, &total));
+  TRY(check_op(comm, fn, op));
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", total));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", recvcount));
+  bool in_place = sendbuf && (char *)recvbuf == (const char *)sendbuf + (size_t)comm->rank * bytes;
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, bytes * (size_t)comm->nranks, recvcount, recvbuf,
+                          recvcount, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE_SCATTER, .count = recvcount, .in_place = in_place};
+  return post_or_done(comm, &a, &c, recvcount == 0, req);
+}
+
+collie_result_t collie_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                        collie_datatype_t dt, collie_redop_t op, collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_reduce_scatterv";
+  size_t bytes, sum;
+  TRY(check_base(comm, fn, req));
+  TRY(collie_check_count(comm, fn, 0, dt, &bytes));
+  TRY(check_op(comm, fn, op));
+  TRY(check_counts(comm, fn, recvcounts, "recvcounts", dt, &sum));
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", sum));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", recvcounts[comm->rank]));
+  size_t esz = collie_datatype_size(dt), off = 0;
+  for (int r = 0; r < comm->rank; r++) off += recvcounts[r];
+  bool in_place = sendbuf && (char *)recvbuf == (const char *)sendbuf + off * esz;
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, sum * esz, sum, recvbuf, recvcounts[comm->rank], NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE_SCATTERV, .counts = recvcounts, .in_place = in_place};
+  return post_or_done(comm, &a, &c, sum == 0, req);
+}
+
+collie_result_t collie_ialltoall(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
+                                 collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_alltoall";
+  size_t bytes, total;
+  TRY(check_base(comm, fn, req));
+  TRY(check_total(comm, fn, count, dt, &bytes, &total));
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", total));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", total));
+  void *temp = NULL;
+  if (count && sendbuf == recvbuf) {
+    /* In place: exchange from a private copy of the input. */
+    temp = malloc(total * collie_datatype_size(dt));
+    if (!temp) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+    memcpy(temp, sendbuf, total * collie_datatype_size(dt));
+    sendbuf = temp;
+  }
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, count, NULL, 0, temp};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_ALLTOALL, .count = count};
+  collie_result_t res = post_or_done(comm, &a, &c, count == 0, req);
+  if (res && temp) free(temp);
+  return res;
+}
+
+collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
+                                  const size_t *recvcounts, const size_t *rdispls, collie_datatype_t dt,
+                                  collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_alltoallv";
+  size_t bytes, ssum, rsum;
+  TRY(check_base(comm, fn, req));
+  TRY(collie_check_count(comm, fn, 0, dt, &bytes));
+  TRY(check_counts(comm, fn, sendcounts, "sendcounts", dt, &ssum));
+  TRY(check_counts(comm, fn, recvcounts, "recvcounts", dt, &rsum));
+  if (!sdispls || !rdispls)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: %s is NULL", fn, comm->rank,
+                        sdispls ? "rdispls" : "sdispls");
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", ssum));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", rsum));
+  size_t esz = collie_datatype_size(dt);
+  void *temp = NULL;
+  if (sendbuf && sendbuf == recvbuf) {
+    size_t extent = 0;
+    for (int r = 0; r < comm->nranks; r++)
+      if (sendcounts[r] && sdispls[r] + sendcounts[r] > extent) extent = sdispls[r] + sendcounts[r];
+    temp = malloc(extent * esz + 1);
+    if (!temp) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+    memcpy(temp, sendbuf, extent * esz);
+    sendbuf = temp;
+  }
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, (ssum > rsum ? ssum : rsum) * esz, 0, NULL, 0, temp};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_ALLTOALLV, .counts = sendcounts, .displs = sdispls,
+                          .counts2 = recvcounts, .displs2 = rdispls};
+  /* Zero-size on this rank does not mean zero everywhere: always post. */
+  collie_result_t res = post_or_done(comm, &a, &c, false, req);
+  if (res && temp) free(temp);
+  return res;
+}
+
+collie_result_t collie_iscatter(const void *sendbuf, void *recvbuf, size_t recvcount, collie_datatype_t dt, int root,
+                                collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_scatter";
+  size_t bytes, total;
+  TRY(check_base(comm, fn, req));
+  TRY(check_total(comm, fn, recvcount, dt, &bytes, &total));
+  TRY(check_root(comm, fn, root));
+  if (comm->rank == root) TRY(check_buf(comm, fn, sendbuf, "sendbuf at the root", total));
+  TRY(check_buf(comm, fn, recvbuf, "recvbuf", recvcount));
+  bool in_place = comm->rank == root && sendbuf && (char *)recvbuf == (const char *)sendbuf + (size_t)root * bytes;
+  collie_coll_call_t c = {fn, comm->rank == root ? sendbuf : NULL, recvbuf, dt, COLLIE_SUM, root,
+                          bytes * (size_t)comm->nranks, recvcount, NULL, 0, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_SCATTER, .root = root, .count = recvcount, .in_place = in_place};
+  return post_or_done(comm, &a, &c, recvcount == 0, req);
+}
+
+collie_result_t collie_igather(const void *sendbuf, void *recvbuf, size_t sendcount, collie_datatype_t dt, int root,
+                               collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_gather";
+  size_t bytes, total;
+  TRY(check_base(comm, fn, req));
+  TRY(check_total(comm, fn, sendcount, dt, &bytes, &total));
+  TRY(check_root(comm, fn, root));
+  TRY(check_buf(comm, fn, sendbuf, "sendbuf", sendcount));
+  if (comm->rank == root) TRY(check_buf(comm, fn, recvbuf, "recvbuf at the root", total));
+  bool at_root = comm->rank == root;
+  bool in_place = at_root && recvbuf && (const char *)sendbuf == (char *)recvbuf + (size_t)root * bytes;
+  collie_coll_call_t c = {fn, sendbuf, at_root ? recvbuf : NULL, dt, COLLIE_SUM, root, bytes * (size_t)comm->nranks,
+                          sendcount, NULL, 0, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_GATHER, .root = root, .count = sendcount, .in_place = in_place};
+  return post_or_done(comm, &a, &c, sendcount == 0, req);
+}
+
+collie_result_t collie_ibarrier(collie_comm_t *comm, req_t **req) {
+  const char *fn = "collie_barrier";
+  TRY(check_base(comm, fn, req));
+  collie_coll_call_t c = {fn, NULL, NULL, COLLIE_UINT8, COLLIE_SUM, -1, 0, 0, NULL, 0, NULL};
+  collie_coll_args_t a = {.coll = COLLIE_COLL_BARRIER};
+  return post_or_done(comm, &a, &c, false, req);
+}
+
+/* Blocking forms: post, then wait (or hand to the group). */
+#define BLOCKING(call)                       \
+  req_t *req;                                \
+  collie_result_t res = (call);              \
+  return res ? res : collie_finish(req)
+
+collie_result_t collie_allreduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,
+                                 collie_comm_t *comm) {
+  BLOCKING(collie_iallreduce(s, r, n, dt, op, comm, &req));
+}
+collie_result_t collie_broadcast(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
+  BLOCKING(collie_ibroadcast(s, r, n, dt, root, comm, &req));
+}
+collie_result_t collie_reduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op, int root,
+                              collie_comm_t *comm) {
+  BLOCKING(collie_ireduce(s, r, n, dt, op, root, comm, &req));
+}
+collie_result_t collie_allgather(const void *s, void *r, size_t n, collie_datatype_t dt, collie_comm_t *comm) {
+  BLOCKING(collie_iallgather(s, r, n, dt, comm, &req));
+}
+collie_result_t collie_allgatherv(const void *s, size_t n, void *r, const size_t *rc, const size_t *d,
+                                  collie_datatype_t dt, collie_comm_t *comm) {
+  BLOCKING(collie_iallgatherv(s, n, r, rc, d, dt, comm, &req));
+}
+collie_result_t collie_reduce_scatter(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,
+                                      collie_comm_t *comm) {
+  BLOCKING(collie_ireduce_scatter(s, r, n, dt, op, comm, &req));
+}
+collie_result_t collie_reduce_scatterv(const void *s, void *r, const size_t *rc, collie_datatype_t dt,
+                                       collie_redop_t op, collie_comm_t *comm) {
+  BLOCKING(collie_ireduce_scatterv(s, r, rc, dt, op, comm, &req));
+}
+collie_result_t collie_alltoall(const void *s, void *r, size_t n, collie_datatype_t dt, collie_comm_t *comm) {
+  BLOCKING(collie_ialltoall(s, r, n, dt, comm, &req));
+}
+collie_result_t collie_alltoallv(const void *s, const size_t *sc, const size_t *sd, void *r, const size_t *rc,
+                                 const size_t *rd, collie_datatype_t dt, collie_comm_t *comm) {
+  BLOCKING(collie_ialltoallv(s, sc, sd, r, rc, rd, dt, comm, &req));
+}
+collie_result_t collie_scatter(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
+  BLOCKING(collie_iscatter(s, r, n, dt, root, comm, &req));
+}
+collie_result_t collie_gather(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
+  BLOCKING(collie_igather(s, r, n, dt, root, comm, &req));
+}
+collie_result_t collie_barrier(collie_comm_t *comm) { BLOCKING(collie_ibarrier(comm, &req)); }

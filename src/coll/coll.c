@@ -1,0 +1,74 @@
+/* From a collective call to a posted operation: choose an algorithm, build the schedule,
+ * bind the buffers, post. Argument checks live with each collective (coll/api.c). */
+#include "coll/coll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "tune/tune.h"
+
+collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
+                                 collie_request_t **req) {
+  const char *fn = call->fn;
+  args->nranks = comm->nranks;
+  args->rank = comm->rank;
+  args->elem_size = collie_datatype_size(call->dt);
+  if (!args->chunk_bytes) args->chunk_bytes = comm->chunk_bytes;
+  args->chunk_bytes -= args->chunk_bytes % args->elem_size;
+  if (!args->chunk_bytes) args->chunk_bytes = args->elem_size;
+
+  const collie_algo_t *cands[16];
+  bool forced;
+  int n = collie_tune_candidates(comm->algo_spec, args->coll, comm->nranks, call->bytes, cands, 16, &forced);
+  collie_sched_t *s = malloc(sizeof(*s));
+  if (!s) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  const collie_algo_t *chosen = NULL;
+  for (int i = 0; i < n && !chosen; i++) {
+    collie_sched_init(s, comm->nranks, comm->rank, args->elem_size);
+    collie_result_t r = cands[i]->build(args, s);
+    if (r == COLLIE_SUCCESS && !s->failed) {
+      chosen = cands[i];
+      break;
+    }
+    collie_sched_free(s);
+    if (r == COLLIE_ERR_INVALID_ARGUMENT && i == 0 && forced)
+      COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: forced algorithm '%s' cannot serve %zu bytes on %d ranks; "
+                  "falling back to automatic", collie_coll_name(args->coll), cands[i]->name, call->bytes, comm->nranks);
+  }
+  if (!chosen) {
+    free(s);
+    return collie_error(comm, COLLIE_ERR_INTERNAL, "%s on rank %d: no algorithm could build a schedule for %zu bytes "
+                        "on %d ranks", fn, comm->rank, call->bytes, comm->nranks);
+  }
+  COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: %zu bytes on %d ranks -> %s (%s)", collie_coll_name(args->coll),
+              call->bytes, comm->nranks, chosen->name, forced && chosen == cands[0] ? "forced by COLLIE_ALGO" : "cost model");
+  collie_op_t *op = collie_op_create(comm, s, true, call->sendbuf, call->recvbuf, args->coll, call->sig_count,
+                                     call->dt, call->op, call->root);
+  if (!op) {
+    collie_sched_free(s);
+    free(s);
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  }
+  op->temp = call->temp;
+  if (call->op == COLLIE_AVG && call->avg_count) {
+    op->avg_buf = call->avg_buf;
+    op->avg_count = call->avg_count;
+  }
+  return collie_post(comm, op, req);
+}
+
+collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *call, collie_request_t **req) {
+  /* Nothing to move: complete at once, but count the collective so that sequence numbers stay in step. */
+  collie_request_t *r = calloc(1, sizeof(*r));
+  if (!r) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", call->fn, comm->rank);
+  pthread_mutex_lock(&comm->lock);
+  comm->coll_seq++;
+  pthread_mutex_unlock(&comm->lock);
+  r->comm = comm;
+  collie_comm_retain(comm);
+  atomic_store(&r->done, 1);
+  *req = r;
+  return COLLIE_SUCCESS;
+}

@@ -1,0 +1,27 @@
+/* The collective layer's shared step: algorithm choice, schedule, post. */
+#ifndef COLLIE_COLL_H
+#define COLLIE_COLL_H
+
+#include "algo/algo.h"
+#include "coll/post.h"
+
+typedef struct {
+  const char *fn;          /* the API name, for error sentences */
+  const void *sendbuf;
+  void *recvbuf;
+  collie_datatype_t dt;
+  collie_redop_t op;       /* COLLIE_SUM for data-movement collectives */
+  int root;                /* -1 when not rooted */
+  size_t bytes;            /* the size the cost model weighs */
+  uint64_t sig_count;      /* count carried in the fingerprint */
+  char *avg_buf;           /* AVG: the result region divided once at the end */
+  size_t avg_count;
+  void *temp;              /* a buffer the operation owns and frees (in-place alltoall) */
+} collie_coll_call_t;
+
+collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
+                                 collie_request_t **req);
+/* A collective with nothing to move on any rank: a completed request. */
+collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *call, collie_request_t **req);
+
+#endif

@@ -1,0 +1,83 @@
+/* Posting and finishing operations (see post.h), and the group calls. */
+#include "coll/post.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/error.h"
+
+typedef struct {
+  int depth;
+  collie_request_t **reqs;
+  int n, cap;
+} group_t;
+
+static _Thread_local group_t group;
+
+collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t count, collie_datatype_t dt,
+                                   size_t *bytes) {
+  size_t esz = collie_datatype_size(dt);
+  if (!esz)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
+                        "%s on rank %d: datatype %d is not a collie datatype (0..%d)", fn, comm ? comm->rank : -1,
+                        (int)dt, COLLIE_NUM_DATATYPES - 1);
+  if (count > SIZE_MAX / esz / 2)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
+                        "%s on rank %d: count %zu of %s overflows the address space", fn, comm ? comm->rank : -1,
+                        count, collie_datatype_name(dt));
+  *bytes = count * esz;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req) {
+  pthread_mutex_lock(&comm->lock);
+  collie_result_t res = collie_op_post(comm, op, req);
+  if (res == COLLIE_SUCCESS && comm->has_progress_thread) pthread_cond_signal(&comm->progress_cv);
+  pthread_mutex_unlock(&comm->lock);
+  if (res) collie_op_discard(op);
+  return res;
+}
+
+collie_result_t collie_finish(collie_request_t *req) {
+  if (group.depth > 0) {
+    if (group.n == group.cap) {
+      int cap = group.cap ? group.cap * 2 : 16;
+      collie_request_t **r = realloc(group.reqs, sizeof(*r) * (size_t)cap);
+      if (!r) return collie_wait(req);
+      group.reqs = r;
+      group.cap = cap;
+    }
+    group.reqs[group.n++] = req;
+    return COLLIE_SUCCESS;
+  }
+  return collie_wait(req);
+}
+
+collie_result_t collie_group_start(void) {
+  group.depth++;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_group_end(void) {
+  if (group.depth <= 0)
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE, "collie_group_end without a matching collie_group_start");
+  if (--group.depth > 0) return COLLIE_SUCCESS;
+  /* Everything was posted as it was called; now wait for all of it. The first error wins,
+   * but every request is still waited for so that none is leaked. */
+  collie_result_t res = COLLIE_SUCCESS;
+  char first[1024] = "";
+  for (int i = 0; i < group.n; i++) {
+    collie_result_t r = collie_wait(group.reqs[i]);
+    if (r && !res) {
+      res = r;
+      snprintf(first, sizeof(first), "%s", collie_get_last_error(NULL));
+    }
+  }
+  group.n = 0;
+  free(group.reqs);
+  group.reqs = NULL;
+  group.cap = 0;
+  if (res) collie_set_thread_error(first);
+  return res;
+}

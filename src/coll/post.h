@@ -1,0 +1,16 @@
+/* Posting operations from the API layer: argument checks shared by every call, and the
+ * "post, then wait (or defer to group end)" step of blocking calls. */
+#ifndef COLLIE_POST_H
+#define COLLIE_POST_H
+
+#include "sched/executor.h"
+
+/* Posts op under the comm lock; on failure discards it. */
+collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
+/* Blocking calls: wait now, or (between group start and end) hand the request to the group. */
+collie_result_t collie_finish(collie_request_t *req);
+/* Checks a datatype and that count elements of it fit in a size_t; fills *bytes. */
+collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t count, collie_datatype_t dt,
+                                   size_t *bytes);
+
+#endif

@@ -1,0 +1,100 @@
+/* Communicator state shared by everything: failure, last error, peer names, lifetime. */
+#include "core/comm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bootstrap/control.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transport/shm.h"
+
+int64_t collie_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void collie_comm_set_last_error(collie_comm_t *comm, const char *msg) {
+  pthread_mutex_lock(&comm->err_lock);
+  snprintf(comm->last_error, sizeof(comm->last_error), "%s", msg);
+  pthread_mutex_unlock(&comm->err_lock);
+}
+
+const char *collie_comm_last_error(const collie_comm_t *comm) { return comm->last_error; }
+
+const char *collie_peer_desc(const collie_comm_t *comm, int rank, char *buf, size_t len) {
+  if (comm->cards && rank >= 0 && rank < comm->nranks && comm->cards[rank].pid)
+    snprintf(buf, len, "rank %d (pid %d on host %s)", rank, comm->cards[rank].pid, comm->cards[rank].hostname);
+  else
+    snprintf(buf, len, "rank %d", rank);
+  return buf;
+}
+
+void collie_comm_wake(collie_comm_t *comm) {
+  collie_shm_wake_self(comm);
+  if (comm->has_progress_thread) {
+    pthread_mutex_lock(&comm->lock);
+    pthread_cond_broadcast(&comm->progress_cv);
+    pthread_mutex_unlock(&comm->lock);
+  }
+}
+
+void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  bool first = false;
+  pthread_mutex_lock(&comm->err_lock);
+  if (!atomic_load(&comm->failed)) {
+    snprintf(comm->fail_msg, sizeof(comm->fail_msg), "%s", msg);
+    snprintf(comm->last_error, sizeof(comm->last_error), "%s", msg);
+    atomic_store_explicit(&comm->failed, (int)res, memory_order_release);
+    first = true;
+  }
+  pthread_mutex_unlock(&comm->err_lock);
+  if (!first) return;
+  if (res != COLLIE_ERR_ABORTED) COLLIE_WARN(COLLIE_SUB_INIT, comm->rank, "%s", msg);
+  if (!from_remote && res != COLLIE_ERR_ABORTED) collie_ctl_send_fail(comm, res, msg);
+  collie_comm_wake(comm);
+}
+
+void collie_comm_retain(collie_comm_t *comm) { atomic_fetch_add(&comm->refs, 1); }
+
+void collie_comm_free(collie_comm_t *comm);
+
+void collie_comm_release(collie_comm_t *comm) {
+  if (atomic_fetch_sub(&comm->refs, 1) == 1) collie_comm_free(comm);
+}
+
+collie_result_t collie_comm_check(collie_comm_t *comm, const char *fn) {
+  if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "%s: the communicator is NULL", fn);
+  if (atomic_load(&comm->destroyed))
+    return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s on rank %d: the communicator was already destroyed",
+                        fn, comm->rank);
+  int f = atomic_load_explicit(&comm->failed, memory_order_acquire);
+  if (f) {
+    collie_error(comm, (collie_result_t)f, "%s", comm->fail_msg);
+    return (collie_result_t)f;
+  }
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_comm_rank(const collie_comm_t *comm, int *rank) {
+  if (!comm || !rank)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_rank: %s is NULL", comm ? "rank" : "comm");
+  *rank = comm->rank;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_comm_size(const collie_comm_t *comm, int *size) {
+  if (!comm || !size)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_size: %s is NULL", comm ? "size" : "comm");
+  *size = comm->nranks;
+  return COLLIE_SUCCESS;
+}

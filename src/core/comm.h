@@ -1,0 +1,94 @@
+/* The communicator: ranks, peers and their transports, the queue of operations, the
+ * failure state that the watchdog and the transports share. */
+#ifndef COLLIE_COMM_H
+#define COLLIE_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "bootstrap/card.h"
+#include "collie.h"
+#include "transport/transport.h"
+
+struct collie_op;
+struct collie_shm_state;
+struct collie_tcp_state;
+struct collie_control;
+
+typedef struct collie_peer {
+  int rank;
+  const collie_transport_t *tp;
+  void *tp_state;
+  collie_xfer_t *sendq, *sendq_tail;
+  collie_xfer_t *recvq, *recvq_tail;
+  uint64_t send_seq, recv_seq; /* next queue positions to assign */
+  struct collie_peer *next_active; /* peers with non-empty queues */
+  bool active;
+} collie_peer_t;
+
+struct collie_comm {
+  int rank, nranks;
+  uint8_t secret[16];
+  uint64_t comm_hash;          /* names shared segments, checks connections */
+  collie_card_t *cards;        /* every rank's card, index = rank */
+  collie_peer_t *peers;        /* index = rank */
+  int nlocal, local_rank;      /* ranks on this host and this rank's index among them */
+  int *local_ranks;            /* comm ranks of the local ranks, ascending */
+
+  int connect_timeout_ms, exec_timeout_ms;
+  char *algo, *proto;          /* configuration strings (owned) */
+  struct collie_algo_spec_s *algo_spec; /* parsed algo (tune/) */
+  size_t chunk_bytes;
+
+  pthread_mutex_t lock;        /* posting and progress */
+  struct collie_op *ops, *ops_tail; /* posted, in issue order */
+  uint64_t coll_seq;           /* collectives issued so far */
+  int64_t last_progress_ns;
+  int spin, yield;
+
+  struct collie_shm_state *shm;
+  struct collie_tcp_state *tcp;
+  struct collie_control *ctl;  /* bootstrap connections kept as the failure channel */
+
+  _Atomic int failed;          /* collie_result_t of the first failure, 0 while healthy */
+  char fail_msg[1024];         /* written once, before `failed` is published */
+  _Atomic int aborted;
+  _Atomic int refs;            /* the user's handle + outstanding requests */
+  _Atomic int destroyed;
+
+  pthread_mutex_t err_lock;
+  char last_error[1024];
+
+  pthread_t progress_thread;   /* COLLIE_PROGRESS_THREAD */
+  bool has_progress_thread;
+  _Atomic int stop_progress;
+  pthread_cond_t progress_cv;
+};
+
+void collie_comm_set_last_error(collie_comm_t *comm, const char *msg);
+const char *collie_comm_last_error(const collie_comm_t *comm);
+
+/* Fails the communicator (first failure wins): pending and later operations return `res`
+ * with `msg`. Unless `from_remote`, the other ranks are told through the control channel. */
+void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Describes a peer for error sentences: "rank 2 (pid 4711 on host x)". */
+const char *collie_peer_desc(const collie_comm_t *comm, int rank, char *buf, size_t len);
+
+/* Wakes every thread of this rank sleeping in a wait (after a failure, abort, ...). */
+void collie_comm_wake(collie_comm_t *comm);
+
+/* Reference counting: the comm's memory lives until the user's handle and every request
+ * are gone. */
+void collie_comm_retain(collie_comm_t *comm);
+void collie_comm_release(collie_comm_t *comm);
+
+/* Validates a communicator handle from the user; returns COLLIE_SUCCESS or an error. */
+collie_result_t collie_comm_check(collie_comm_t *comm, const char *fn);
+
+int64_t collie_now_ns(void);
+
+#endif

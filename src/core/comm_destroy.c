@@ -1,0 +1,85 @@
+/* Ending communicators: destroy (orderly, bounded by the timeout), abort (at once). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/control.h"
+#include "core/comm.h"
+#include "core/comm_internal.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "sched/executor.h"
+#include "transport/shm.h"
+#include "transport/tcp.h"
+
+static void stop_progress_thread(collie_comm_t *comm) {
+  if (!comm->has_progress_thread) return;
+  pthread_mutex_lock(&comm->lock);
+  atomic_store(&comm->stop_progress, 1);
+  pthread_cond_broadcast(&comm->progress_cv);
+  pthread_mutex_unlock(&comm->lock);
+  pthread_join(comm->progress_thread, NULL);
+  comm->has_progress_thread = false;
+}
+
+void collie_comm_teardown(collie_comm_t *comm) {
+  stop_progress_thread(comm);
+  collie_ctl_close(comm);
+  pthread_mutex_lock(&comm->lock);
+  if (comm->ops) {
+    if (!atomic_load(&comm->failed))
+      collie_comm_fail(comm, COLLIE_ERR_ABORTED, true, "rank %d: the communicator was destroyed or aborted",
+                       comm->rank);
+    collie_fail_all_ops(comm);
+  }
+  for (int r = 0; comm->peers && r < comm->nranks; r++)
+    if (comm->peers[r].tp && comm->peers[r].tp->close) comm->peers[r].tp->close(comm, &comm->peers[r]);
+  pthread_mutex_unlock(&comm->lock);
+  collie_shm_destroy(comm);
+  collie_tcp_destroy(comm);
+}
+
+void collie_comm_free(collie_comm_t *comm) {
+  free(comm->cards);
+  free(comm->peers);
+  free(comm->local_ranks);
+  free(comm->algo);
+  free(comm->proto);
+  free(comm->algo_spec);
+  pthread_mutex_destroy(&comm->lock);
+  pthread_mutex_destroy(&comm->err_lock);
+  pthread_cond_destroy(&comm->progress_cv);
+  free(comm);
+}
+
+collie_result_t collie_comm_destroy(collie_comm_t *comm) {
+  if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_destroy: the communicator is NULL");
+  if (atomic_exchange(&comm->destroyed, 1))
+    return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "collie_comm_destroy on rank %d: already destroyed",
+                        comm->rank);
+  /* Finish what was issued, then leave together, so that nobody waits on a departed rank. */
+  collie_result_t res = collie_comm_synchronize_internal(comm);
+  if (!atomic_load(&comm->failed)) {
+    int64_t deadline = collie_now_ns() + (int64_t)comm->exec_timeout_ms * 1000000;
+    if (collie_ctl_depart(comm, deadline) != COLLIE_SUCCESS) {
+      COLLIE_WARN(COLLIE_SUB_INIT, comm->rank,
+                  "rank %d destroyed its communicator although other ranks did not destroy theirs within %d s",
+                  comm->rank, comm->exec_timeout_ms / 1000);
+    }
+  }
+  collie_comm_teardown(comm);
+  collie_comm_release(comm);
+  return res == COLLIE_ERR_ABORTED ? COLLIE_SUCCESS : res;
+}
+
+collie_result_t collie_comm_abort(collie_comm_t *comm) {
+  if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_abort: the communicator is NULL");
+  if (atomic_exchange(&comm->aborted, 1)) return COLLIE_SUCCESS;
+  atomic_store(&comm->destroyed, 1);
+  collie_comm_fail(comm, COLLIE_ERR_ABORTED, true,
+                   "rank %d: the communicator was aborted (collie_comm_abort); its pending operations did not "
+                   "complete",
+                   comm->rank);
+  collie_comm_teardown(comm);
+  collie_comm_release(comm);
+  return COLLIE_SUCCESS;
+}

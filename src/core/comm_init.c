@@ -1,0 +1,300 @@
+/* Creating communicators: unique ids, collie_comm_init_rank*, collie_comm_init_all. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stddef.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/control.h"
+#include "bootstrap/hostid.h"
+#include "bootstrap/socket.h"
+#include "bootstrap/unique_id.h"
+#include "core/comm.h"
+#include "core/comm_internal.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/params.h"
+#include "transport/shm.h"
+#include "transport/tcp.h"
+
+collie_result_t collie_get_unique_id(collie_unique_id_t *id) {
+  if (!id) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_get_unique_id: id is NULL");
+  collie_id_info_t info = {0};
+  char err[256], a[80];
+  if (collie_pick_local_addr(&info.root, err, sizeof(err)) != 0)
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id: %s", err);
+  int fd = collie_listen(&info.root);
+  if (fd < 0)
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id could not listen on %s: %s",
+                        collie_addr_str(&info.root, a, sizeof(a)), strerror(errno));
+  collie_random_bytes(info.secret, sizeof(info.secret));
+  info.version = COLLIE_VERSION_CODE;
+  collie_id_listener_register(info.secret, fd);
+  collie_id_encode(&info, id);
+  return COLLIE_SUCCESS;
+}
+
+/* Where this rank accepts transport connections: the interface named by
+ * COLLIE_SOCKET_IFNAME, else the address the route to the root uses. */
+static collie_result_t make_listener(collie_comm_t *comm, const struct sockaddr_storage *route_ip) {
+  struct sockaddr_storage ip = *route_ip;
+  char err[256];
+  if (collie_param_str(COLLIE_P_SOCKET_IFNAME) && collie_pick_local_addr(&ip, err, sizeof(err)) != 0)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: %s", comm->rank, err);
+  return collie_tcp_listen(comm, &ip);
+}
+
+static collie_result_t setup_transports(collie_comm_t *comm) {
+  collie_result_t res = COLLIE_SUCCESS;
+  bool *use_tcp = calloc((size_t)comm->nranks, sizeof(bool));
+  if (!use_tcp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  /* Local ranks: same host identity, and both willing to use shared memory. */
+  const collie_card_t *me = &comm->cards[comm->rank];
+  comm->local_ranks = malloc(sizeof(int) * (size_t)comm->nranks);
+  if (!comm->local_ranks) {
+    free(use_tcp);
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  }
+  for (int r = 0; r < comm->nranks; r++) {
+    const collie_card_t *c = &comm->cards[r];
+    bool local = r == comm->rank || ((me->caps & c->caps & COLLIE_CAP_SHM) && !strcmp(me->host_id, c->host_id));
+    if (local) {
+      if (r == comm->rank) comm->local_rank = comm->nlocal;
+      comm->local_ranks[comm->nlocal++] = r;
+    }
+  }
+  comm->peers[comm->rank].tp = &collie_transport_self;
+
+  const char *err = NULL;
+  if (comm->nlocal > 1) {
+    res = collie_shm_create(comm);
+    if (res) err = comm->last_error;
+  }
+  res = collie_ctl_barrier(comm, err);
+  if (!res && comm->nlocal > 1) {
+    res = collie_shm_connect(comm);
+    err = res ? comm->last_error : NULL;
+    res = collie_ctl_barrier(comm, err);
+  }
+  if (comm->shm) collie_shm_unlink(comm); /* everyone mapped it (or we give up): nothing stays */
+  if (!res) {
+    for (int r = 0; r < comm->nranks; r++) use_tcp[r] = !comm->peers[r].tp;
+    res = collie_tcp_connect(comm, use_tcp);
+    err = res ? comm->last_error : NULL;
+    res = collie_ctl_barrier(comm, err);
+  }
+  free(use_tcp);
+  if (res && err) return COLLIE_ERR_SYSTEM;
+  return res;
+}
+
+static void log_topology(collie_comm_t *comm) {
+  if (!collie_log_enabled(COLLIE_LOG_INFO, COLLIE_SUB_INIT)) return;
+  char line[512];
+  size_t o = 0;
+  for (int r = 0; r < comm->nranks && o < sizeof(line) - 32; r++)
+    o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%d:%s", r ? " " : "", r, comm->peers[r].tp->name);
+  COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "communicator %016llx: rank %d of %d, %d on this host; peers %s",
+              (unsigned long long)comm->comm_hash, comm->rank, comm->nranks, comm->nlocal, line);
+}
+
+collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, collie_unique_id_t id, int rank,
+                                          const collie_config_t *config, int listen_fd) {
+  collie_result_t res = COLLIE_SUCCESS;
+  char msg[512];
+  if (!out) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_rank: comm is NULL");
+  *out = NULL;
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                        "collie_comm_init_rank: rank %d is not in 0..nranks-1 (nranks=%d)", rank, nranks);
+  if (config && config->struct_size < sizeof(size_t))
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                        "collie_comm_init_rank_config: config->struct_size is %zu; initialise the config "
+                        "with COLLIE_CONFIG_INIT",
+                        config->struct_size);
+  if (collie_params_validate(msg, sizeof(msg)) != 0)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "rank %d: %s", rank, msg);
+  collie_id_info_t info;
+  int d = collie_id_decode(&id, &info);
+  if (d == -1)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                        "rank %d: the unique id is not a collie unique id (bad magic or checksum); pass the "
+                        "128 bytes from collie_get_unique_id unchanged to every rank",
+                        rank);
+  if (d == -2)
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
+                        "rank %d: the unique id was made by collie version %u but this is version %d; every "
+                        "rank must use the same collie version",
+                        rank, info.version, COLLIE_VERSION_CODE);
+
+  collie_comm_t *comm = calloc(1, sizeof(*comm));
+  if (!comm) return collie_error(NULL, COLLIE_ERR_SYSTEM, "rank %d: out of memory", rank);
+  pthread_mutex_init(&comm->lock, NULL);
+  pthread_mutex_init(&comm->err_lock, NULL);
+  pthread_cond_init(&comm->progress_cv, NULL);
+  atomic_store(&comm->refs, 1);
+  comm->rank = rank;
+  comm->nranks = nranks;
+  memcpy(comm->secret, info.secret, 16);
+  comm->comm_hash = collie_hash64(info.secret, 16, 0x636f6d6d);
+  comm->connect_timeout_ms = (int)collie_param_int(COLLIE_P_CONNECT_TIMEOUT) * 1000;
+  comm->exec_timeout_ms = (int)collie_param_int(COLLIE_P_EXEC_TIMEOUT) * 1000;
+  comm->chunk_bytes = (size_t)collie_param_int(COLLIE_P_CHUNK_SIZE);
+  comm->spin = (int)collie_param_int(COLLIE_P_SPIN);
+  comm->yield = (int)collie_param_int(COLLIE_P_YIELD);
+  const char *algo = collie_param_str(COLLIE_P_ALGO), *proto = collie_param_str(COLLIE_P_PROTO);
+  if (config) {
+    if (config->connect_timeout_ms > 0) comm->connect_timeout_ms = config->connect_timeout_ms;
+    if (config->exec_timeout_ms > 0) comm->exec_timeout_ms = config->exec_timeout_ms;
+    if (config->struct_size >= offsetof(collie_config_t, proto) + sizeof(char *)) {
+      if (config->algo) algo = config->algo;
+      if (config->proto) proto = config->proto;
+    }
+  }
+  if (comm->connect_timeout_ms <= 0) comm->connect_timeout_ms = 60000;
+  if (comm->exec_timeout_ms <= 0) comm->exec_timeout_ms = 600000;
+  comm->algo = algo ? strdup(algo) : NULL;
+  comm->proto = proto ? strdup(proto) : NULL;
+  comm->cards = calloc((size_t)nranks, sizeof(collie_card_t));
+  comm->peers = calloc((size_t)nranks, sizeof(collie_peer_t));
+  if (!comm->cards || !comm->peers) {
+    res = collie_error(NULL, COLLIE_ERR_SYSTEM, "rank %d: out of memory", rank);
+    goto fail;
+  }
+  for (int r = 0; r < nranks; r++) comm->peers[r].rank = r;
+  res = collie_check_algo_config(comm);
+  if (res) goto fail;
+
+  collie_card_t card;
+  memset(&card, 0, sizeof(card));
+  card.rank = rank;
+  card.pid = (int32_t)getpid();
+  card.version = COLLIE_VERSION_CODE;
+  const char *tr = collie_param_str(COLLIE_P_TRANSPORT);
+  card.caps = (tr && !strcmp(tr, "tcp")) ? 0 : COLLIE_CAP_SHM;
+  snprintf(card.hostname, sizeof(card.hostname), "%s", collie_hostname());
+  collie_host_id(card.host_id, sizeof(card.host_id));
+
+  if (rank == 0 && listen_fd < 0) listen_fd = collie_id_listener_take(info.secret);
+  if (rank == 0 && listen_fd < 0 && nranks > 1) {
+    struct sockaddr_storage a = info.root;
+    listen_fd = collie_listen_exact(&a);
+    if (listen_fd < 0) {
+      char as[80];
+      res = collie_error(NULL, COLLIE_ERR_SYSTEM,
+                         "rank 0 could not listen on %s from the unique id: %s; create the id in the process "
+                         "of rank 0 or make sure that address is this host's",
+                         collie_addr_str(&info.root, as, sizeof(as)), strerror(errno));
+      goto fail;
+    }
+  }
+  res = collie_bootstrap(comm, &info, listen_fd, &card, make_listener);
+  if (listen_fd >= 0) close(listen_fd);
+  listen_fd = -1;
+  if (res) goto fail;
+  res = setup_transports(comm);
+  if (res) goto fail;
+  res = collie_ctl_start_watchdog(comm);
+  if (res) goto fail;
+  res = collie_start_progress_thread(comm);
+  if (res) goto fail;
+  log_topology(comm);
+  *out = comm;
+  return COLLIE_SUCCESS;
+fail:
+  if (listen_fd >= 0) close(listen_fd);
+  if (comm->last_error[0]) collie_set_thread_error(comm->last_error);
+  atomic_store(&comm->destroyed, 1);
+  collie_comm_teardown(comm);
+  collie_comm_release(comm);
+  return res;
+}
+
+collie_result_t collie_comm_init_rank(collie_comm_t **comm, int nranks, collie_unique_id_t id, int rank) {
+  return collie_comm_init_internal(comm, nranks, id, rank, NULL, -1);
+}
+
+collie_result_t collie_comm_init_rank_config(collie_comm_t **comm, int nranks, collie_unique_id_t id, int rank,
+                                             const collie_config_t *config) {
+  return collie_comm_init_internal(comm, nranks, id, rank, config, -1);
+}
+
+typedef struct {
+  collie_comm_t **slot;
+  int nranks, rank;
+  collie_unique_id_t id;
+  collie_result_t res;
+  char err[1024];
+} init_all_arg_t;
+
+static void *init_all_thread(void *p) {
+  init_all_arg_t *a = p;
+  a->res = collie_comm_init_rank(a->slot, a->nranks, a->id, a->rank);
+  if (a->res) snprintf(a->err, sizeof(a->err), "%s", collie_get_last_error(NULL));
+  return NULL;
+}
+
+collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
+  if (!comms || nranks < 1)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_all: %s",
+                        comms ? "nranks must be at least 1" : "comms is NULL");
+  /* All ranks live in this process: loopback is always the right rendezvous. */
+  collie_id_info_t info = {0};
+  struct sockaddr_in *sin = (struct sockaddr_in *)&info.root;
+  sin->sin_family = AF_INET;
+  sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = collie_listen(&info.root);
+  if (fd < 0)
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all could not listen on loopback: %s",
+                        strerror(errno));
+  collie_random_bytes(info.secret, 16);
+  info.version = COLLIE_VERSION_CODE;
+  collie_id_listener_register(info.secret, fd);
+  collie_unique_id_t id;
+  collie_id_encode(&info, &id);
+
+  init_all_arg_t *args = calloc((size_t)nranks, sizeof(*args));
+  pthread_t *th = calloc((size_t)nranks, sizeof(pthread_t));
+  if (!args || !th) {
+    free(args);
+    free(th);
+    close(collie_id_listener_take(info.secret));
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all: out of memory");
+  }
+  int started = 0;
+  for (int r = 0; r < nranks; r++) {
+    comms[r] = NULL;
+    args[r] = (init_all_arg_t){&comms[r], nranks, r, id, COLLIE_SUCCESS, ""};
+    if (pthread_create(&th[r], NULL, init_all_thread, &args[r]) != 0) {
+      args[r].res = COLLIE_ERR_SYSTEM;
+      snprintf(args[r].err, sizeof(args[r].err), "collie_comm_init_all could not start a thread for rank %d", r);
+      break;
+    }
+    started++;
+  }
+  for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+  collie_result_t res = COLLIE_SUCCESS;
+  for (int r = 0; r < nranks && r <= started; r++)
+    if (r < nranks && args[r].res && !res) {
+      res = args[r].res;
+      collie_set_thread_error(args[r].err);
+    }
+  if (res) {
+    char keep[1024];
+    snprintf(keep, sizeof(keep), "%s", collie_get_last_error(NULL));
+    for (int r = 0; r < nranks; r++)
+      if (comms[r]) {
+        collie_comm_abort(comms[r]);
+        comms[r] = NULL;
+      }
+    collie_set_thread_error(keep);
+  }
+  int leftover = collie_id_listener_take(info.secret); /* rank 0 may not have got that far */
+  if (leftover >= 0) close(leftover);
+  free(args);
+  free(th);
+  return res;
+}

@@ -1,0 +1,24 @@
+/* Internal entry points shared by the communicator's files. */
+#ifndef COLLIE_COMM_INTERNAL_H
+#define COLLIE_COMM_INTERNAL_H
+
+#include "core/comm.h"
+
+/* init_rank with an optional already-listening root socket (collie-run, split). */
+collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, collie_unique_id_t id, int rank,
+                                          const collie_config_t *config, int listen_fd);
+/* Releases transports, threads and sockets (not the struct itself). */
+void collie_comm_teardown(collie_comm_t *comm);
+void collie_comm_free(collie_comm_t *comm);
+collie_result_t collie_start_progress_thread(collie_comm_t *comm);
+/* Checks COLLIE_ALGO / config->algo names (tune/). */
+collie_result_t collie_check_algo_config(collie_comm_t *comm);
+/* Binds exactly addr's port (on addr's IP, or any IP when that one is not local). */
+int collie_listen_exact(struct sockaddr_storage *addr);
+
+/* Waits for every issued operation; returns the communicator's failure, if any. */
+collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm);
+/* One step of the spin / yield / sleep policy for a waiter whose flag is `done`. */
+void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done);
+
+#endif

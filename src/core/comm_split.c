@@ -1,0 +1,90 @@
+/* collie_comm_split: ranks with the same color form a new communicator, ordered by key
+ * (then by parent rank). Built from the parent itself: an allgather of (color, key), then
+ * each group's new rank 0 makes a unique id and sends it to its members. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/socket.h"
+#include "bootstrap/unique_id.h"
+#include "core/comm.h"
+#include "core/comm_internal.h"
+#include "core/error.h"
+
+typedef struct {
+  int64_t color, key, rank;
+} member_t;
+
+static int by_key(const void *a, const void *b) {
+  const member_t *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **newcomm) {
+  const char *fn = "collie_comm_split";
+  collie_result_t res = collie_comm_check(comm, fn);
+  if (res) return res;
+  if (!newcomm) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: newcomm is NULL", fn, comm->rank);
+  *newcomm = NULL;
+  if (color < 0 && color != COLLIE_SPLIT_NOCOLOR)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
+                        "%s on rank %d: color %d is negative; use a color >= 0 or COLLIE_SPLIT_NOCOLOR", fn,
+                        comm->rank, color);
+  int n = comm->nranks;
+  member_t mine = {color, key, comm->rank};
+  member_t *all = malloc(sizeof(member_t) * (size_t)n);
+  if (!all) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  res = collie_allgather(&mine, all, 3, COLLIE_INT64, comm);
+  if (res) {
+    free(all);
+    return res;
+  }
+  int m = 0;
+  for (int r = 0; r < n; r++)
+    if (all[r].color == color && color != COLLIE_SPLIT_NOCOLOR) all[m++] = all[r];
+  if (color == COLLIE_SPLIT_NOCOLOR) {
+    free(all);
+    return COLLIE_SUCCESS;
+  }
+  qsort(all, (size_t)m, sizeof(member_t), by_key);
+  int newrank = 0;
+  for (int i = 0; i < m; i++)
+    if (all[i].rank == comm->rank) newrank = i;
+  int root = (int)all[0].rank;
+
+  collie_unique_id_t id;
+  int listen_fd = -1;
+  if (newrank == 0) {
+    /* Listen where the parent's peers already reach this rank. */
+    collie_id_info_t info = {0};
+    info.root = comm->cards[comm->rank].data_addr;
+    listen_fd = collie_listen(&info.root);
+    if (listen_fd < 0) {
+      free(all);
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d could not listen for the new communicator: %s", fn,
+                          comm->rank, strerror(errno));
+    }
+    collie_random_bytes(info.secret, 16);
+    info.version = COLLIE_VERSION_CODE;
+    collie_id_encode(&info, &id);
+    collie_group_start();
+    for (int i = 1; i < m; i++) collie_send(&id, sizeof(id), COLLIE_UINT8, (int)all[i].rank, comm);
+    res = collie_group_end();
+  } else {
+    res = collie_recv(&id, sizeof(id), COLLIE_UINT8, root, comm);
+  }
+  free(all);
+  if (res) {
+    if (listen_fd >= 0) close(listen_fd);
+    return res;
+  }
+  collie_config_t cfg = COLLIE_CONFIG_INIT;
+  cfg.connect_timeout_ms = comm->connect_timeout_ms;
+  cfg.exec_timeout_ms = comm->exec_timeout_ms;
+  cfg.algo = comm->algo;
+  cfg.proto = comm->proto;
+  return collie_comm_init_internal(newcomm, m, id, newrank, &cfg, listen_fd);
+}

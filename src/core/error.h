@@ -1,0 +1,27 @@
+/* Errors: every function returns a collie_result_t; a failing call leaves a sentence in
+ * the communicator's last error (and the thread's) that names the rank, the peer, the
+ * operation and what to do. */
+#ifndef COLLIE_ERROR_H
+#define COLLIE_ERROR_H
+
+#include "collie.h"
+
+struct collie_comm;
+
+/* Records the sentence as this thread's last error and, with a communicator, as that
+ * communicator's last error; returns res so callers can `return collie_error(...)`. */
+collie_result_t collie_error(struct collie_comm *comm, collie_result_t res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void collie_set_thread_error(const char *msg);
+
+/* NCCL's discipline: one macro, one exit label. */
+#define COLLIE_CHECK(call)                \
+  do {                                    \
+    collie_result_t check_res_ = (call);  \
+    if (check_res_ != COLLIE_SUCCESS) {   \
+      res = check_res_;                   \
+      goto fail;                          \
+    }                                     \
+  } while (0)
+
+#endif

@@ -1,0 +1,145 @@
+/* The table of every COLLIE_* variable and its cached values. */
+#include "core/params.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
+    [COLLIE_P_DEBUG] = {"COLLIE_DEBUG", COLLIE_PT_STRING, "WARN",
+                        "Log level: NONE, WARN, INFO or TRACE."},
+    [COLLIE_P_DEBUG_SUBSYS] = {"COLLIE_DEBUG_SUBSYS", COLLIE_PT_STRING, "ALL",
+                               "Subsystems to log: comma list of INIT, BOOTSTRAP, TRANSPORT, COLL, TUNE, ALL; "
+                               "a leading ^ excludes the listed ones."},
+    [COLLIE_P_DEBUG_FILE] = {"COLLIE_DEBUG_FILE", COLLIE_PT_STRING, NULL,
+                             "Write logs to this file instead of stderr; %h host, %p pid, %r rank."},
+    [COLLIE_P_CONNECT_TIMEOUT] = {"COLLIE_CONNECT_TIMEOUT", COLLIE_PT_INT, "60",
+                                  "Seconds to wait for peers while creating a communicator."},
+    [COLLIE_P_EXEC_TIMEOUT] = {"COLLIE_EXEC_TIMEOUT", COLLIE_PT_INT, "600",
+                               "Seconds an operation may make no progress before it fails with "
+                               "COLLIE_ERR_TIMEOUT."},
+    [COLLIE_P_TRANSPORT] = {"COLLIE_TRANSPORT", COLLIE_PT_STRING, "auto",
+                            "auto: shared memory within a host, TCP between hosts; tcp: TCP even between "
+                            "ranks of one host."},
+    [COLLIE_P_SOCKET_IFNAME] = {"COLLIE_SOCKET_IFNAME", COLLIE_PT_STRING, NULL,
+                                "Network interfaces to use: prefixes (eth,ib), ^ to exclude, = for exact "
+                                "names (NCCL's syntax). Default: the route to the root, else the first "
+                                "non-loopback interface."},
+    [COLLIE_P_ROOT_ADDR] = {"COLLIE_ROOT_ADDR", COLLIE_PT_STRING, NULL,
+                            "host:port where rank 0 listens for the others (collie_comm_init_env). "
+                            "MASTER_ADDR/MASTER_PORT are read when unset."},
+    [COLLIE_P_HOST_ID] = {"COLLIE_HOST_ID", COLLIE_PT_STRING, NULL,
+                          "Overrides host detection: ranks with the same id are on one host (tests)."},
+    [COLLIE_P_PORT_RANGE] = {"COLLIE_PORT_RANGE", COLLIE_PT_STRING, NULL,
+                             "lo-hi: ports collie's listening sockets may use; default any free port."},
+    [COLLIE_P_TCP_NSOCKS] = {"COLLIE_TCP_NSOCKS", COLLIE_PT_INT, "2",
+                             "TCP sockets per peer; large messages are striped across them."},
+    [COLLIE_P_TCP_STRIPE_MIN] = {"COLLIE_TCP_STRIPE_MIN", COLLIE_PT_SIZE, "256K",
+                                 "Messages at least this large are striped over all sockets of a peer."},
+    [COLLIE_P_SHM_NSLOTS] = {"COLLIE_SHM_NSLOTS", COLLIE_PT_INT, "8",
+                             "Slots in each shared-memory ring (one ring per ordered pair of local ranks)."},
+    [COLLIE_P_SHM_SLOT_SIZE] = {"COLLIE_SHM_SLOT_SIZE", COLLIE_PT_SIZE, "64K",
+                                "Bytes per shared-memory slot; a message moves in slot-sized pieces."},
+    [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
+                                  "1: a background thread progresses nonblocking operations."},
+    [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "2000",
+                       "Idle polls before a waiting rank starts yielding its core."},
+    [COLLIE_P_YIELD] = {"COLLIE_YIELD", COLLIE_PT_INT, "200",
+                        "sched_yield calls before a waiting rank sleeps on a futex."},
+    [COLLIE_P_ALGO] = {"COLLIE_ALGO", COLLIE_PT_STRING, NULL,
+                       "Force algorithms: 'ring' (every collective that has it), "
+                       "'allreduce:tree;allgather:bruck', '^mesh' to exclude."},
+    [COLLIE_P_PROTO] = {"COLLIE_PROTO", COLLIE_PT_STRING, NULL, "Force a protocol (reserved)."},
+    [COLLIE_P_CHUNK_SIZE] = {"COLLIE_CHUNK_SIZE", COLLIE_PT_SIZE, "64K",
+                             "Pipelining chunk of the collective algorithms."},
+    [COLLIE_P_RANK] = {"COLLIE_RANK", COLLIE_PT_INT, NULL, "This process's rank (set by collie-run)."},
+    [COLLIE_P_NRANKS] = {"COLLIE_NRANKS", COLLIE_PT_INT, NULL, "Number of ranks (set by collie-run)."},
+    [COLLIE_P_LOCAL_RANK] = {"COLLIE_LOCAL_RANK", COLLIE_PT_INT, NULL,
+                             "Rank among the ranks of this host (set by collie-run)."},
+    [COLLIE_P_JOB_ID] = {"COLLIE_JOB_ID", COLLIE_PT_STRING, NULL,
+                         "Job identity shared by the ranks of one job (set by collie-run)."},
+    [COLLIE_P_ROOT_LISTEN_FD] = {"COLLIE_ROOT_LISTEN_FD", COLLIE_PT_INT, NULL,
+                                 "Listening socket inherited by rank 0 from collie-run."},
+};
+
+typedef struct {
+  int loaded;
+  const char *str;
+  int64_t ival;
+  int from_env;
+} cached_t;
+
+static cached_t cache[COLLIE_NUM_PARAMS];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int collie_parse_size(const char *s, int64_t *out) {
+  if (!s || !*s) return -1;
+  errno = 0;
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s) return -1;
+  int64_t mul = 1;
+  switch (toupper((unsigned char)*end)) {
+    case 'K': mul = 1LL << 10; end++; break;
+    case 'M': mul = 1LL << 20; end++; break;
+    case 'G': mul = 1LL << 30; end++; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end) return -1;
+  *out = (int64_t)v * mul;
+  return 0;
+}
+
+static void load(collie_param_id_t id) {
+  cached_t *c = &cache[id];
+  const collie_param_desc_t *d = &collie_param_table[id];
+  const char *env = getenv(d->name);
+  c->from_env = env && *env;
+  c->str = c->from_env ? env : d->def;
+  c->ival = 0;
+  if (c->str && d->type != COLLIE_PT_STRING) {
+    int64_t v;
+    if (collie_parse_size(c->str, &v) == 0) c->ival = v;
+    else if (d->def && collie_parse_size(d->def, &v) == 0) c->ival = v;
+  }
+  c->loaded = 1;
+}
+
+static cached_t *get(collie_param_id_t id) {
+  pthread_mutex_lock(&cache_lock);
+  if (!cache[id].loaded) load(id);
+  pthread_mutex_unlock(&cache_lock);
+  return &cache[id];
+}
+
+int64_t collie_param_int(collie_param_id_t id) { return get(id)->ival; }
+const char *collie_param_str(collie_param_id_t id) { return get(id)->str; }
+
+const char *collie_param_source(collie_param_id_t id) {
+  cached_t *c = get(id);
+  if (c->from_env) return "environment";
+  return c->str ? "default" : "unset";
+}
+
+int collie_params_validate(char *msg, size_t len) {
+  for (int i = 0; i < COLLIE_NUM_PARAMS; i++) {
+    const collie_param_desc_t *d = &collie_param_table[i];
+    const char *env = getenv(d->name);
+    int64_t v;
+    if (env && *env && d->type != COLLIE_PT_STRING && collie_parse_size(env, &v) != 0) {
+      snprintf(msg, len, "%s='%s' is not a number: %s", d->name, env, d->doc);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+void collie_params_reload(void) {
+  pthread_mutex_lock(&cache_lock);
+  memset(cache, 0, sizeof(cache));
+  pthread_mutex_unlock(&cache_lock);
+}

@@ -1,0 +1,194 @@
+/* Waiting: drive progress, never burn a core another rank needs, honour the exec timeout.
+ *
+ * A waiter polls for COLLIE_SPIN rounds, then yields for COLLIE_YIELD rounds, then sleeps:
+ * on its shared-memory doorbell (peers wake it with a futex) and/or in poll() on its TCP
+ * sockets. Sleeps are short and bounded so that deadlines are always checked. */
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/comm.h"
+#include "core/comm_internal.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/params.h"
+#include "sched/executor.h"
+#include "transport/shm.h"
+#include "transport/tcp.h"
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Under comm->lock: fail the communicator when nothing moved for exec_timeout. */
+static void check_timeout(collie_comm_t *comm) {
+  if (!comm->ops || atomic_load(&comm->failed)) return;
+  int64_t idle = collie_now_ns() - comm->last_progress_ns;
+  if (idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
+  char what[512];
+  collie_describe_wait(comm, what, sizeof(what));
+  collie_comm_fail(comm, COLLIE_ERR_TIMEOUT, false,
+                   "rank %d timed out after %d s without progress in %s; the peer may be stuck, slow or "
+                   "calling a different operation (COLLIE_EXEC_TIMEOUT sets the limit)",
+                   comm->rank, comm->exec_timeout_ms / 1000, what);
+  collie_progress(comm);
+}
+
+/* One locked pass; returns >0 if anything moved. */
+static int progress_once(collie_comm_t *comm) {
+  pthread_mutex_lock(&comm->lock);
+  int moved = collie_progress(comm);
+  if (!moved) check_timeout(comm);
+  pthread_mutex_unlock(&comm->lock);
+  return moved;
+}
+
+static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
+  struct pollfd fds[64];
+  pthread_mutex_lock(&comm->lock);
+  int nfds = comm->tcp ? collie_tcp_pollfds(comm, fds, 64) : 0;
+  pthread_mutex_unlock(&comm->lock);
+  bool shm = comm->shm && comm->shm->mine;
+  if (shm) {
+    uint32_t seen = collie_shm_sleep_prepare(comm);
+    int moved = progress_once(comm);
+    if (!moved && !atomic_load(done) && !atomic_load(&comm->failed)) {
+      if (nfds) poll(fds, (nfds_t)nfds, 1);
+      else collie_shm_sleep(comm, seen, 20);
+    }
+    collie_shm_sleep_done(comm);
+  } else if (nfds) {
+    poll(fds, (nfds_t)nfds, 10);
+  } else {
+    sched_yield();
+  }
+}
+
+void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
+  int n = ++*idle;
+  if (n < comm->spin) cpu_relax();
+  else if (n < comm->spin + comm->yield) sched_yield();
+  else sleep_once(comm, done);
+}
+
+collie_result_t collie_request_wait(collie_request_t *req) {
+  collie_comm_t *comm = req->comm;
+  int idle = 0;
+  while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
+    if (comm->has_progress_thread) {
+      collie_idle(comm, &idle, &req->done);
+      continue;
+    }
+    if (progress_once(comm)) idle = 0;
+    else if (!atomic_load_explicit(&req->done, memory_order_acquire)) collie_idle(comm, &idle, &req->done);
+  }
+  collie_result_t res = req->result;
+  if (res != COLLIE_SUCCESS) {
+    pthread_mutex_lock(&comm->err_lock);
+    char msg[1024];
+    snprintf(msg, sizeof(msg), "%s", comm->fail_msg);
+    pthread_mutex_unlock(&comm->err_lock);
+    collie_error(comm, res, "%s", msg);
+  }
+  free(req);
+  collie_comm_release(comm);
+  return res;
+}
+
+collie_result_t collie_wait(collie_request_t *req) {
+  if (!req) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_wait: the request is NULL");
+  return collie_request_wait(req);
+}
+
+collie_result_t collie_test(collie_request_t *req, int *done) {
+  if (!req || !done)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: %s is NULL", req ? "done" : "request");
+  if (!atomic_load_explicit(&req->done, memory_order_acquire) && !req->comm->has_progress_thread)
+    progress_once(req->comm);
+  if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
+    *done = 0;
+    return COLLIE_SUCCESS;
+  }
+  *done = 1;
+  return collie_request_wait(req);
+}
+
+/* Waits until every operation issued so far on comm has completed. */
+collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
+  int idle = 0;
+  _Atomic int never = 0;
+  for (;;) {
+    pthread_mutex_lock(&comm->lock);
+    int moved = comm->has_progress_thread ? 0 : collie_progress(comm);
+    if (!moved && !comm->has_progress_thread) check_timeout(comm);
+    bool empty = comm->ops == NULL;
+    pthread_mutex_unlock(&comm->lock);
+    if (empty) break;
+    if (moved) idle = 0;
+    else collie_idle(comm, &idle, &never);
+  }
+  int f = atomic_load(&comm->failed);
+  return (collie_result_t)f;
+}
+
+collie_result_t collie_comm_synchronize(collie_comm_t *comm) {
+  collie_result_t res = collie_comm_check(comm, "collie_comm_synchronize");
+  if (res) return res;
+  res = collie_comm_synchronize_internal(comm);
+  if (res) collie_error(comm, res, "%s", comm->fail_msg);
+  return res;
+}
+
+/* COLLIE_PROGRESS_THREAD=1: nonblocking operations move while the user computes. */
+static void *progress_main(void *p) {
+  collie_comm_t *comm = p;
+  int idle = 0;
+  pthread_mutex_lock(&comm->lock);
+  while (!atomic_load(&comm->stop_progress)) {
+    if (!comm->ops) {
+      pthread_cond_wait(&comm->progress_cv, &comm->lock);
+      idle = 0;
+      continue;
+    }
+    int moved = collie_progress(comm);
+    if (!moved) check_timeout(comm);
+    pthread_mutex_unlock(&comm->lock);
+    if (moved) idle = 0;
+    else {
+      /* The thread sleeps through the same policy as a waiter, without the lock. */
+      int n = ++idle;
+      if (n < comm->spin) cpu_relax();
+      else if (n < comm->spin + comm->yield) sched_yield();
+      else {
+        struct pollfd fds[64];
+        pthread_mutex_lock(&comm->lock);
+        int nfds = comm->tcp ? collie_tcp_pollfds(comm, fds, 64) : 0;
+        pthread_mutex_unlock(&comm->lock);
+        if (comm->shm && comm->shm->mine && !nfds) {
+          uint32_t seen = collie_shm_sleep_prepare(comm);
+          pthread_mutex_lock(&comm->lock);
+          int m = collie_progress(comm);
+          pthread_mutex_unlock(&comm->lock);
+          if (!m) collie_shm_sleep(comm, seen, 20);
+          collie_shm_sleep_done(comm);
+        } else {
+          poll(fds, (nfds_t)nfds, 1);
+        }
+      }
+    }
+    pthread_mutex_lock(&comm->lock);
+  }
+  pthread_mutex_unlock(&comm->lock);
+  return NULL;
+}
+
+collie_result_t collie_start_progress_thread(collie_comm_t *comm) {
+  if (collie_param_int(COLLIE_P_PROGRESS_THREAD) <= 0) return COLLIE_SUCCESS;
+  if (pthread_create(&comm->progress_thread, NULL, progress_main, comm) != 0)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its progress thread", comm->rank);
+  comm->has_progress_thread = true;
+  return COLLIE_SUCCESS;
+}

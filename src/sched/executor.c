@@ -1,0 +1,281 @@
+/* Running schedules: dependency counting, transfer queues, local steps, completion. */
+#include "sched/executor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "reduce/reduce.h"
+
+static bool is_comm_step(uint8_t type) {
+  return type == COLLIE_STEP_SEND || type == COLLIE_STEP_RECV || type == COLLIE_STEP_RECV_REDUCE;
+}
+
+static char *resolve(collie_op_t *op, collie_bufref_t r) {
+  return r.buf < COLLIE_NUM_BUFS ? op->bufs[r.buf] + r.off : NULL;
+}
+
+collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool owns_sched, const void *sendbuf,
+                              void *recvbuf, collie_coll_t coll, uint64_t count, collie_datatype_t dt,
+                              collie_redop_t redop, int root) {
+  uint32_t n = sched->nsteps;
+  size_t sz = sizeof(collie_op_t) + sizeof(uint32_t) * ((size_t)n * 3 + (n + 1) + sched->ndeps) +
+              sizeof(collie_xfer_t) * n + 64;
+  collie_op_t *op = calloc(1, sz);
+  if (!op) return NULL;
+  op->comm = comm;
+  op->coll = coll;
+  op->count = count;
+  op->dt = dt;
+  op->redop = redop;
+  op->root = root;
+  op->sched = sched;
+  op->owns_sched = owns_sched;
+  op->bufs[COLLIE_BUF_SEND] = (char *)(uintptr_t)sendbuf;
+  op->bufs[COLLIE_BUF_RECV] = recvbuf;
+  char *p = (char *)(op + 1);
+  op->xfers = (collie_xfer_t *)p;
+  p += sizeof(collie_xfer_t) * n;
+  op->pending = (uint32_t *)p;
+  op->work = op->pending + n;
+  op->succ_first = op->work + n;
+  op->succ = op->succ_first + n + 1;
+  if (sched->scratch_bytes) {
+    op->scratch = malloc(sched->scratch_bytes);
+    if (!op->scratch) {
+      free(op);
+      return NULL;
+    }
+  }
+  op->bufs[COLLIE_BUF_SCRATCH] = op->scratch;
+  if (dt < COLLIE_NUM_DATATYPES && redop < COLLIE_NUM_OPS) op->reduce = collie_reduce_kernel(dt, redop);
+  return op;
+}
+
+void collie_op_discard(collie_op_t *op) {
+  if (!op) return;
+  if (op->owns_sched) {
+    collie_sched_free(op->sched);
+    free(op->sched);
+  }
+  free(op->scratch);
+  free(op->temp);
+  free(op);
+}
+
+/* Successor lists in compressed form: succ[succ_first[i] .. succ_first[i+1]). */
+static void build_successors(collie_op_t *op) {
+  collie_sched_t *s = op->sched;
+  uint32_t n = s->nsteps;
+  memset(op->succ_first, 0, sizeof(uint32_t) * (n + 1));
+  for (uint32_t i = 0; i < n; i++) {
+    op->pending[i] = s->steps[i].ndeps;
+    for (uint32_t k = 0; k < s->steps[i].ndeps; k++) op->succ_first[s->deps[s->steps[i].dep_first + k] + 1]++;
+  }
+  for (uint32_t i = 0; i < n; i++) op->succ_first[i + 1] += op->succ_first[i];
+  uint32_t *fill = op->work; /* borrowed as a cursor array while building */
+  memcpy(fill, op->succ_first, sizeof(uint32_t) * n);
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t k = 0; k < s->steps[i].ndeps; k++) {
+      uint32_t d = s->deps[s->steps[i].dep_first + k];
+      op->succ[fill[d]++] = i;
+    }
+}
+
+static void enqueue(collie_xfer_t **head, collie_xfer_t **tail, collie_xfer_t *x) {
+  x->next = NULL;
+  if (*tail) (*tail)->next = x;
+  else *head = x;
+  *tail = x;
+}
+
+/* Runs the worklist: communication steps become ready for their transport, local steps
+ * run at once and release their successors. */
+static void run_ready(collie_op_t *op, uint32_t nwork) {
+  collie_sched_t *s = op->sched;
+  while (nwork) {
+    uint32_t i = op->work[--nwork];
+    collie_step_t *st = &s->steps[i];
+    if (is_comm_step(st->type)) {
+      op->xfers[i].ready = 1;
+      continue;
+    }
+    if (st->type == COLLIE_STEP_COPY) {
+      char *src = resolve(op, st->src), *dst = resolve(op, st->dst);
+      if (src != dst && st->nbytes) memcpy(dst, src, st->nbytes);
+    } else if (st->type == COLLIE_STEP_REDUCE && st->nbytes) {
+      op->reduce(resolve(op, st->dst), resolve(op, st->src), resolve(op, st->src2), st->nbytes / s->elem_size);
+    }
+    op->remaining--;
+    for (uint32_t k = op->succ_first[i]; k < op->succ_first[i + 1]; k++)
+      if (--op->pending[op->succ[k]] == 0) op->work[nwork++] = op->succ[k];
+  }
+  if (op->remaining == 0) op->steps_done = true;
+}
+
+static void step_done(collie_op_t *op, uint32_t i) {
+  op->remaining--;
+  uint32_t nwork = 0;
+  for (uint32_t k = op->succ_first[i]; k < op->succ_first[i + 1]; k++)
+    if (--op->pending[op->succ[k]] == 0) op->work[nwork++] = op->succ[k];
+  run_ready(op, nwork);
+}
+
+void collie_xfer_complete(collie_comm_t *comm, collie_peer_t *peer, collie_xfer_t *x) {
+  (void)comm;
+  collie_xfer_t **head = x->is_send ? &peer->sendq : &peer->recvq;
+  collie_xfer_t **tail = x->is_send ? &peer->sendq_tail : &peer->recvq_tail;
+  /* Transfers finish in queue order, so x is the head. */
+  *head = x->next;
+  if (!*head) *tail = NULL;
+  x->complete = 1;
+  step_done(x->op, x->step);
+}
+
+static void fill_header(collie_op_t *op, collie_xfer_t *x, int src_rank, uint64_t nbytes) {
+  x->hdr.magic = COLLIE_WIRE_MAGIC;
+  x->hdr.coll = (uint8_t)(op->coll == COLLIE_COLL_RECV ? COLLIE_COLL_SEND : op->coll);
+  x->hdr.dtype = (uint8_t)op->dt;
+  x->hdr.redop = (uint8_t)op->redop;
+  x->hdr.root = op->root;
+  x->hdr.src_rank = src_rank;
+  x->hdr.seq = op->seq;
+  x->hdr.count = op->count;
+  x->hdr.nbytes = nbytes;
+}
+
+collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **reqp) {
+  collie_request_t *req = calloc(1, sizeof(*req));
+  if (!req) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory posting %s", comm->rank,
+                                collie_coll_name(op->coll));
+  req->comm = comm;
+  op->req = req;
+  if (op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) op->seq = ++comm->coll_seq;
+  if (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV)
+    snprintf(req->what, sizeof(req->what), "%s", collie_coll_name(op->coll));
+  else
+    snprintf(req->what, sizeof(req->what), "%s #%llu", collie_coll_name(op->coll), (unsigned long long)op->seq);
+  collie_comm_retain(comm);
+
+  collie_sched_t *s = op->sched;
+  build_successors(op);
+  op->remaining = s->nsteps;
+  size_t esz = collie_datatype_size(op->dt);
+  for (uint32_t i = 0; i < s->nsteps; i++) {
+    collie_step_t *st = &s->steps[i];
+    if (!is_comm_step(st->type)) continue;
+    collie_xfer_t *x = &op->xfers[i];
+    collie_peer_t *peer = &comm->peers[st->peer];
+    x->op = op;
+    x->step = i;
+    x->nbytes = st->nbytes;
+    x->elem_size = (uint32_t)(esz ? esz : 1);
+    if (st->type == COLLIE_STEP_SEND) {
+      x->is_send = 1;
+      x->sbuf = resolve(op, st->src);
+      fill_header(op, x, comm->rank, st->nbytes);
+      x->pseq = peer->send_seq++;
+      enqueue(&peer->sendq, &peer->sendq_tail, x);
+    } else {
+      x->rbuf = resolve(op, st->dst);
+      if (st->type == COLLIE_STEP_RECV_REDUCE) {
+        x->rsrc = resolve(op, st->src);
+        x->reduce = op->reduce;
+      }
+      fill_header(op, x, st->peer, st->nbytes);
+      x->pseq = peer->recv_seq++;
+      enqueue(&peer->recvq, &peer->recvq_tail, x);
+    }
+  }
+  if (comm->ops_tail) comm->ops_tail->next = op;
+  else comm->ops = op;
+  comm->ops_tail = op;
+  if (!comm->ops->next) comm->last_progress_ns = collie_now_ns();
+
+  uint32_t nwork = 0;
+  for (uint32_t i = 0; i < s->nsteps; i++)
+    if (op->pending[i] == 0) op->work[nwork++] = i;
+  run_ready(op, nwork);
+  if (s->nsteps == 0) op->steps_done = true;
+  *reqp = req;
+  return COLLIE_SUCCESS;
+}
+
+/* Completes finished operations from the head, so that they complete in issue order. */
+static void retire_ops(collie_comm_t *comm) {
+  while (comm->ops && comm->ops->steps_done) {
+    collie_op_t *op = comm->ops;
+    comm->ops = op->next;
+    if (!comm->ops) comm->ops_tail = NULL;
+    if (op->result == COLLIE_SUCCESS && op->avg_buf && op->avg_count)
+      collie_reduce_avg_finalize(op->avg_buf, op->avg_count, op->dt, comm->nranks);
+    collie_request_t *req = op->req;
+    req->result = op->result;
+    collie_op_discard(op);
+    atomic_store_explicit(&req->done, 1, memory_order_release);
+  }
+}
+
+void collie_fail_all_ops(collie_comm_t *comm) {
+  collie_result_t res = (collie_result_t)atomic_load(&comm->failed);
+  for (int p = 0; p < comm->nranks; p++) {
+    comm->peers[p].sendq = comm->peers[p].sendq_tail = NULL;
+    comm->peers[p].recvq = comm->peers[p].recvq_tail = NULL;
+  }
+  for (collie_op_t *op = comm->ops; op; op = op->next) {
+    op->result = res;
+    op->steps_done = true;
+    op->avg_buf = NULL;
+  }
+  retire_ops(comm);
+}
+
+int collie_progress(collie_comm_t *comm) {
+  if (atomic_load_explicit(&comm->failed, memory_order_acquire)) {
+    collie_fail_all_ops(comm);
+    return 1;
+  }
+  int moved = 0;
+  for (int p = 0; p < comm->nranks; p++) {
+    collie_peer_t *peer = &comm->peers[p];
+    if (!peer->sendq && !peer->recvq) continue;
+    int r = peer->tp->progress(comm, peer);
+    if (r < 0) {
+      collie_fail_all_ops(comm);
+      return 1;
+    }
+    moved |= r > 0;
+  }
+  if (comm->ops && comm->ops->steps_done) {
+    retire_ops(comm);
+    moved = 1;
+  }
+  if (moved) comm->last_progress_ns = collie_now_ns();
+  return moved;
+}
+
+void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
+  char pd[160];
+  for (collie_op_t *op = comm->ops; op; op = op->next) {
+    for (int p = 0; p < comm->nranks; p++) {
+      collie_peer_t *peer = &comm->peers[p];
+      collie_xfer_t *x = peer->recvq && peer->recvq->op == op ? peer->recvq : NULL;
+      if (x && x->ready) {
+        snprintf(buf, len, "%s: waiting to receive %llu bytes from %s", op->req->what,
+                 (unsigned long long)x->nbytes, collie_peer_desc(comm, p, pd, sizeof(pd)));
+        return;
+      }
+      x = peer->sendq && peer->sendq->op == op ? peer->sendq : NULL;
+      if (x && x->ready) {
+        snprintf(buf, len, "%s: waiting for %s to receive %llu bytes", op->req->what,
+                 collie_peer_desc(comm, p, pd, sizeof(pd)), (unsigned long long)x->nbytes);
+        return;
+      }
+    }
+    snprintf(buf, len, "%s", op->req->what);
+    return;
+  }
+  snprintf(buf, len, "no operation");
+}

@@ -1,0 +1,74 @@
+/* The executor: runs one rank's schedule of an operation over the transports.
+ *
+ * Posting an operation appends its transfers to the peers' queues in schedule order (this
+ * keeps messages matched across operations) and starts every step whose dependencies are
+ * done; completions start their successors. Local steps (copy, reduce) run as soon as
+ * they are ready. Everything happens under the communicator's lock, from collie_progress. */
+#ifndef COLLIE_EXECUTOR_H
+#define COLLIE_EXECUTOR_H
+
+#include "algo/algo.h"
+#include "core/comm.h"
+#include "sched/sched.h"
+
+typedef struct collie_request collie_request_t;
+
+typedef struct collie_op {
+  struct collie_op *next;
+  collie_comm_t *comm;
+  collie_coll_t coll;
+  uint64_t seq;
+  uint64_t count;          /* signature count carried in headers */
+  collie_datatype_t dt;
+  collie_redop_t redop;
+  int root;
+  collie_sched_t *sched;
+  bool owns_sched;
+  char *bufs[COLLIE_NUM_BUFS];
+  char *scratch;
+  void *temp;              /* owned by the op: e.g. the copy of an in-place alltoall's input */
+  /* AVG: the region divided once everything else is done */
+  char *avg_buf;
+  size_t avg_count;
+  uint32_t *pending;       /* per step: dependencies not yet done */
+  uint32_t *succ_first;    /* CSR successor lists */
+  uint32_t *succ;
+  uint32_t *work;          /* worklist of steps whose dependencies are done */
+  collie_xfer_t *xfers;    /* per step (communication steps only) */
+  uint32_t remaining;
+  collie_reduce_fn_t reduce;
+  collie_result_t result;
+  bool steps_done;
+  collie_request_t *req;
+} collie_op_t;
+
+struct collie_request {
+  collie_comm_t *comm;
+  _Atomic int done;
+  collie_result_t result;
+  char what[96];           /* "allreduce #17", for error sentences */
+};
+
+/* Creates an operation for `sched` with the given buffers; takes ownership of sched when
+ * owns_sched. The header fields (coll, count, dt, redop, root) are the fingerprint. */
+collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool owns_sched, const void *sendbuf,
+                              void *recvbuf, collie_coll_t coll, uint64_t count, collie_datatype_t dt,
+                              collie_redop_t redop, int root);
+/* Posts the operation (under comm->lock): it now belongs to the communicator. A request is
+ * returned for the caller to wait on. */
+collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
+/* Frees an operation that was never posted. */
+void collie_op_discard(collie_op_t *op);
+
+/* One pass over every active peer (under comm->lock). >0 when something moved. */
+int collie_progress(collie_comm_t *comm);
+/* Fails every posted operation with the communicator's failure (under comm->lock). */
+void collie_fail_all_ops(collie_comm_t *comm);
+
+/* Waits for a request (drives progress, honours the exec timeout, never spins without
+ * yielding); frees it and returns its result. */
+collie_result_t collie_request_wait(collie_request_t *req);
+/* Describes what the oldest operation is waiting for, for timeout sentences. */
+void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,269 @@
+/* Shared-memory rings between the ranks of one host (see shm.h). */
+#include "transport/shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/params.h"
+#include "transport/futex.h"
+
+#define SEG_MAGIC 0x636f6c6c69657368ull /* "colliesh" */
+
+typedef struct {
+  _Atomic uint64_t head; /* slots published by the sender */
+  char pad0[56];
+  _Atomic uint64_t tail; /* slots released by the receiver */
+  char pad1[56];
+} ring_ctl_t;
+
+typedef struct {
+  collie_wire_hdr_t hdr; /* valid in the first slot of a message */
+  uint64_t len;          /* payload bytes in this slot */
+  uint64_t pad;
+} slot_hdr_t;
+
+typedef struct {
+  ring_ctl_t *out_ctl;  /* my ring in the peer's segment */
+  char *out_slots;
+  ring_ctl_t *in_ctl;   /* the peer's ring in my segment */
+  char *in_slots;
+  collie_shm_seg_hdr_t *peer_hdr;
+  uint64_t out_head, out_tail_seen;
+  uint64_t in_tail, in_head_seen;
+} shm_peer_t;
+
+static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
+  return sizeof(ring_ctl_t) + nslots * (sizeof(slot_hdr_t) + slot_size);
+}
+
+static char *ring_at(void *seg, int idx, uint64_t nslots, uint64_t slot_size) {
+  return (char *)seg + sizeof(collie_shm_seg_hdr_t) + (size_t)idx * ring_bytes(nslots, slot_size);
+}
+
+static slot_hdr_t *slot_at(char *slots, uint64_t i, uint64_t nslots, uint64_t slot_size) {
+  return (slot_hdr_t *)(slots + (i % nslots) * (sizeof(slot_hdr_t) + slot_size));
+}
+
+static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len) {
+  snprintf(buf, len, "/collie-%016llx-%d", (unsigned long long)comm->comm_hash, rank);
+}
+
+collie_result_t collie_shm_create(collie_comm_t *comm) {
+  collie_shm_state_t *st = calloc(1, sizeof(*st));
+  if (!st) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory for shared memory", comm->rank);
+  comm->shm = st;
+  st->nslots = (uint64_t)collie_param_int(COLLIE_P_SHM_NSLOTS);
+  st->slot_size = (uint64_t)collie_param_int(COLLIE_P_SHM_SLOT_SIZE);
+  if (st->nslots < 2) st->nslots = 2;
+  st->slot_size = (st->slot_size + 63) & ~63ull;
+  if (st->slot_size < 4096) st->slot_size = 4096;
+  st->seg_bytes = sizeof(collie_shm_seg_hdr_t) + (size_t)comm->nlocal * ring_bytes(st->nslots, st->slot_size);
+  seg_name(comm, comm->rank, st->name, sizeof(st->name));
+  int fd = shm_open(st->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0)
+    return collie_error(comm, COLLIE_ERR_SYSTEM,
+                        "rank %d could not create shared memory segment %s: %s; check that /dev/shm is "
+                        "mounted and writable, or set COLLIE_TRANSPORT=tcp",
+                        comm->rank, st->name, strerror(errno));
+  if (ftruncate(fd, (off_t)st->seg_bytes) != 0) {
+    int e = errno;
+    close(fd);
+    shm_unlink(st->name);
+    return collie_error(comm, COLLIE_ERR_SYSTEM,
+                        "rank %d could not size shared memory segment %s to %zu bytes: %s; /dev/shm may be "
+                        "full",
+                        comm->rank, st->name, st->seg_bytes, strerror(e));
+  }
+  void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    shm_unlink(st->name);
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map shared memory segment %s: %s",
+                        comm->rank, st->name, strerror(errno));
+  }
+  st->mine = p;
+  st->mine->nslots = st->nslots;
+  st->mine->slot_size = st->slot_size;
+  st->mine->nrings = (uint64_t)comm->nlocal;
+  st->mine->magic = SEG_MAGIC;
+  st->segs = calloc((size_t)comm->nlocal, sizeof(void *));
+  if (!st->segs) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  st->segs[comm->local_rank] = p;
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_shm_connect(collie_comm_t *comm) {
+  collie_shm_state_t *st = comm->shm;
+  char name[64], pd[160];
+  for (int li = 0; li < comm->nlocal; li++) {
+    int r = comm->local_ranks[li];
+    if (r == comm->rank) continue;
+    seg_name(comm, r, name, sizeof(name));
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0)
+      return collie_error(comm, COLLIE_ERR_SYSTEM,
+                          "rank %d could not open the shared memory segment %s of %s: %s; if the ranks "
+                          "run in different containers, set COLLIE_HOST_ID differently per container or "
+                          "COLLIE_TRANSPORT=tcp",
+                          comm->rank, name, collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || (size_t)sb.st_size != st->seg_bytes) {
+      close(fd);
+      return collie_error(comm, COLLIE_ERR_SYSTEM,
+                          "rank %d found the shared memory segment of %s with an unexpected size; all ranks "
+                          "must use the same COLLIE_SHM_NSLOTS and COLLIE_SHM_SLOT_SIZE",
+                          comm->rank, collie_peer_desc(comm, r, pd, sizeof(pd)));
+    }
+    void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map the segment of %s: %s", comm->rank,
+                          collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(errno));
+    st->segs[li] = p;
+    shm_peer_t *sp = calloc(1, sizeof(*sp));
+    if (!sp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+    char *out = ring_at(p, comm->local_rank, st->nslots, st->slot_size);
+    char *in = ring_at(st->mine, li, st->nslots, st->slot_size);
+    sp->out_ctl = (ring_ctl_t *)out;
+    sp->out_slots = out + sizeof(ring_ctl_t);
+    sp->in_ctl = (ring_ctl_t *)in;
+    sp->in_slots = in + sizeof(ring_ctl_t);
+    sp->peer_hdr = p;
+    comm->peers[r].tp = &collie_transport_shm;
+    comm->peers[r].tp_state = sp;
+  }
+  return COLLIE_SUCCESS;
+}
+
+void collie_shm_unlink(collie_comm_t *comm) {
+  collie_shm_state_t *st = comm->shm;
+  if (st && st->mine && !st->unlinked) {
+    shm_unlink(st->name);
+    st->unlinked = 1;
+  }
+}
+
+void collie_shm_destroy(collie_comm_t *comm) {
+  collie_shm_state_t *st = comm->shm;
+  if (!st) return;
+  collie_shm_unlink(comm);
+  for (int li = 0; st->segs && li < comm->nlocal; li++)
+    if (st->segs[li]) munmap(st->segs[li], st->seg_bytes);
+  free(st->segs);
+  free(st);
+  comm->shm = NULL;
+}
+
+/* Wakes the peer if it sleeps: the fence pairs with the sleeper's store to `sleeping`
+ * before its last look at the rings (no lost wake-up). */
+static void notify(collie_shm_seg_hdr_t *h) {
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&h->sleeping, memory_order_relaxed)) {
+    atomic_fetch_add(&h->doorbell, 1);
+    collie_futex_wake(&h->doorbell);
+  }
+}
+
+static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
+  collie_shm_state_t *st = comm->shm;
+  int moved = 0;
+  collie_xfer_t *x;
+  while ((x = peer->sendq) && x->ready) {
+    do {
+      if (sp->out_head - sp->out_tail_seen >= st->nslots) {
+        sp->out_tail_seen = atomic_load_explicit(&sp->out_ctl->tail, memory_order_acquire);
+        if (sp->out_head - sp->out_tail_seen >= st->nslots) return moved;
+      }
+      slot_hdr_t *slot = slot_at(sp->out_slots, sp->out_head, st->nslots, st->slot_size);
+      if (!x->hdr_done) {
+        slot->hdr = x->hdr;
+        x->hdr_done = 1;
+      }
+      uint64_t n = x->nbytes - x->done;
+      if (n > st->slot_size) n = st->slot_size;
+      memcpy(slot + 1, x->sbuf + x->done, n);
+      slot->len = n;
+      x->done += n;
+      atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);
+      moved = 1;
+    } while (x->done < x->nbytes);
+    collie_xfer_complete(comm, peer, x);
+  }
+  return moved;
+}
+
+static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
+  collie_shm_state_t *st = comm->shm;
+  int moved = 0;
+  collie_xfer_t *x;
+  while ((x = peer->recvq) && x->ready) {
+    if (sp->in_tail == sp->in_head_seen) {
+      sp->in_head_seen = atomic_load_explicit(&sp->in_ctl->head, memory_order_acquire);
+      if (sp->in_tail == sp->in_head_seen) return moved;
+    }
+    slot_hdr_t *slot = slot_at(sp->in_slots, sp->in_tail, st->nslots, st->slot_size);
+    if (!x->hdr_done) {
+      if (collie_xfer_check_header(comm, peer, x, &slot->hdr) < 0) return -1;
+      x->hdr_done = 1;
+    }
+    uint64_t n = slot->len;
+    if (n > st->slot_size || n > x->nbytes - x->done || (n < st->slot_size && x->done + n < x->nbytes)) {
+      char pd[160];
+      collie_comm_fail(comm, COLLIE_ERR_INTERNAL, false,
+                       "rank %d found a corrupt shared-memory slot (%llu bytes) from %s; the segment was "
+                       "overwritten by something other than collie",
+                       comm->rank, (unsigned long long)n, collie_peer_desc(comm, peer->rank, pd, sizeof(pd)));
+      return -1;
+    }
+    collie_xfer_deliver(x, x->done, slot + 1, n);
+    x->done += n;
+    atomic_store_explicit(&sp->in_ctl->tail, ++sp->in_tail, memory_order_release);
+    moved = 1;
+    if (x->done == x->nbytes) collie_xfer_complete(comm, peer, x);
+  }
+  return moved;
+}
+
+static int shm_progress(collie_comm_t *comm, collie_peer_t *peer) {
+  shm_peer_t *sp = peer->tp_state;
+  int s = shm_send(comm, peer, sp);
+  int r = shm_recv(comm, peer, sp);
+  if (r < 0) return -1;
+  if (s || r) notify(sp->peer_hdr);
+  return s || r;
+}
+
+static void shm_close(collie_comm_t *comm, collie_peer_t *peer) {
+  (void)comm;
+  free(peer->tp_state);
+  peer->tp_state = NULL;
+}
+
+const collie_transport_t collie_transport_shm = {"shm", shm_progress, shm_close};
+
+uint32_t collie_shm_sleep_prepare(collie_comm_t *comm) {
+  collie_shm_seg_hdr_t *h = comm->shm->mine;
+  uint32_t v = atomic_load(&h->doorbell);
+  atomic_store(&h->sleeping, 1);
+  return v;
+}
+
+void collie_shm_sleep(collie_comm_t *comm, uint32_t seen, int timeout_ms) {
+  collie_futex_wait(&comm->shm->mine->doorbell, seen, timeout_ms);
+}
+
+void collie_shm_sleep_done(collie_comm_t *comm) { atomic_store(&comm->shm->mine->sleeping, 0); }
+
+void collie_shm_wake_self(collie_comm_t *comm) {
+  if (!comm->shm || !comm->shm->mine) return;
+  atomic_fetch_add(&comm->shm->mine->doorbell, 1);
+  collie_futex_wake(&comm->shm->mine->doorbell);
+}

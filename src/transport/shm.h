@@ -1,0 +1,48 @@
+/* Shared-memory transport between ranks of one host (processes or threads).
+ *
+ * Each rank owns one segment holding its incoming rings (one per local sender) and its
+ * doorbell. A ring is `nslots` slots of `slot_size` bytes; the sender publishes `head`, the
+ * receiver publishes `tail`, each on its own cache line, as 64-bit counters with
+ * acquire/release ordering. Segments are unlinked as soon as every local peer has mapped
+ * them, so even kill -9 leaves nothing in /dev/shm. */
+#ifndef COLLIE_SHM_H
+#define COLLIE_SHM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/comm.h"
+
+typedef struct {
+  _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
+  char pad0[60];
+  _Atomic uint32_t sleeping; /* we are (about to be) asleep on the doorbell */
+  char pad1[60];
+  uint64_t magic, nslots, slot_size, nrings;
+  char pad2[96];
+} collie_shm_seg_hdr_t;
+
+typedef struct collie_shm_state {
+  collie_shm_seg_hdr_t *mine;
+  size_t seg_bytes;
+  char name[64];
+  int unlinked;
+  void **segs;      /* per local index: mapped segment (mine included) */
+  uint64_t nslots, slot_size;
+} collie_shm_state_t;
+
+/* Phase 1: create this rank's segment. Phase 2 (after all local ranks created theirs):
+ * map the peers' segments and set up their transport state. Phase 3 (after all mapped):
+ * unlink. The caller runs a barrier between the phases. */
+collie_result_t collie_shm_create(collie_comm_t *comm);
+collie_result_t collie_shm_connect(collie_comm_t *comm);
+void collie_shm_unlink(collie_comm_t *comm);
+void collie_shm_destroy(collie_comm_t *comm);
+
+/* Waiting: read the doorbell, announce sleep, re-check for work, then sleep. */
+uint32_t collie_shm_sleep_prepare(collie_comm_t *comm);
+void collie_shm_sleep(collie_comm_t *comm, uint32_t seen, int timeout_ms);
+void collie_shm_sleep_done(collie_comm_t *comm);
+void collie_shm_wake_self(collie_comm_t *comm);
+
+#endif

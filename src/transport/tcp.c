@@ -1,0 +1,359 @@
+/* TCP transport: nonblocking sockets, several per peer; large messages are striped.
+ *
+ * Every socket of a peer walks the same transfer queue with its own cursor. A message
+ * shorter than the stripe threshold travels whole on socket 0 behind its header; a longer
+ * one sends its header on socket 0 and splits its payload into one contiguous part per
+ * socket (64-byte aligned boundaries, so reductions always see whole elements). A
+ * transfer completes when every socket has finished its part, in queue order. */
+#include "transport/tcp.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "bootstrap/socket.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/params.h"
+
+#define HELLO_MAGIC 0x434c5443u /* "CLTC" */
+#define BOUNCE_BYTES (256 * 1024)
+#define HDR_BYTES ((uint64_t)sizeof(collie_wire_hdr_t))
+
+typedef struct {
+  uint32_t magic, version;
+  uint64_t comm_hash;
+  int32_t rank, sock_idx, nsocks, pad;
+  uint64_t stripe_min;
+} hello_t;
+
+typedef struct {
+  int fd;
+  uint64_t s_seq, s_off; /* send cursor: queue position and bytes of (header+part) sent */
+  uint64_t r_seq, r_off; /* receive cursor */
+  collie_wire_hdr_t rhdr;
+  char *bounce;          /* receive-reduce staging */
+  size_t carry;          /* bytes of a partial element at the start of bounce */
+} tcp_sock_t;
+
+typedef struct {
+  int nsocks;
+  uint64_t stripe_min;
+  tcp_sock_t s[];
+} tcp_peer_t;
+
+static bool striped(const tcp_peer_t *tp, uint64_t nbytes) { return tp->nsocks > 1 && nbytes >= tp->stripe_min; }
+
+/* Part k of a message: [*b, *e). */
+static void part_range(const tcp_peer_t *tp, uint64_t nbytes, int k, uint64_t *b, uint64_t *e) {
+  if (!striped(tp, nbytes)) {
+    *b = 0;
+    *e = k == 0 ? nbytes : 0;
+    return;
+  }
+  uint64_t n = (uint64_t)tp->nsocks;
+  *b = k == 0 ? 0 : ((nbytes / n) * (uint64_t)k) & ~63ull;
+  *e = k == tp->nsocks - 1 ? nbytes : ((nbytes / n) * (uint64_t)(k + 1)) & ~63ull;
+}
+
+static void init_parts(const tcp_peer_t *tp, collie_xfer_t *x) {
+  if (x->tp_init) return;
+  x->tp_init = 1;
+  x->parts_left = striped(tp, x->nbytes) ? (uint32_t)tp->nsocks : 1;
+}
+
+static collie_xfer_t *find(collie_xfer_t *q, uint64_t seq) {
+  for (; q; q = q->next)
+    if (q->pseq == seq) return q;
+  return NULL;
+}
+
+static int peer_failed(collie_comm_t *comm, collie_peer_t *peer, const char *during, int err) {
+  char pd[160];
+  collie_peer_desc(comm, peer->rank, pd, sizeof(pd));
+  if (err == 0 || err == ECONNRESET || err == EPIPE)
+    collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
+                     "%s closed its connection during %s on rank %d: that rank died or destroyed its "
+                     "communicator early; check its log and exit status",
+                     pd, during, comm->rank);
+  else
+    collie_comm_fail(comm, COLLIE_ERR_REMOTE, false, "rank %d lost its TCP connection to %s during %s: %s",
+                     comm->rank, pd, during, strerror(err));
+  return -1;
+}
+
+static int send_side(collie_comm_t *comm, collie_peer_t *peer, tcp_peer_t *tp, int k) {
+  tcp_sock_t *so = &tp->s[k];
+  int moved = 0;
+  collie_xfer_t *x;
+  while ((x = find(peer->sendq, so->s_seq)) && x->ready) {
+    init_parts(tp, x);
+    uint64_t b, e;
+    part_range(tp, x->nbytes, k, &b, &e);
+    uint64_t hdr = k == 0 ? HDR_BYTES : 0, total = hdr + (e - b);
+    if (total == 0) { /* nothing of this message on this socket */
+      so->s_seq++;
+      continue;
+    }
+    while (so->s_off < total) {
+      struct iovec iov[2];
+      int n = 0;
+      if (so->s_off < hdr) {
+        iov[n].iov_base = (char *)&x->hdr + so->s_off;
+        iov[n++].iov_len = hdr - so->s_off;
+        if (e > b) {
+          iov[n].iov_base = (char *)x->sbuf + b;
+          iov[n++].iov_len = e - b;
+        }
+      } else {
+        iov[n].iov_base = (char *)x->sbuf + b + (so->s_off - hdr);
+        iov[n++].iov_len = total - so->s_off;
+      }
+      struct msghdr mh = {0};
+      mh.msg_iov = iov;
+      mh.msg_iovlen = (size_t)n;
+      ssize_t w = sendmsg(so->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
+        return peer_failed(comm, peer, "a send", errno);
+      }
+      so->s_off += (uint64_t)w;
+      moved = 1;
+    }
+    so->s_off = 0;
+    so->s_seq++;
+    x->parts_left--;
+  }
+  return moved;
+}
+
+/* Reduce-receives go through a staging buffer: only whole elements are combined. */
+static ssize_t recv_reduce(tcp_sock_t *so, collie_xfer_t *x, uint64_t pos, uint64_t want) {
+  size_t room = BOUNCE_BYTES - so->carry;
+  if (want - so->carry < room) room = want - so->carry;
+  ssize_t r = recv(so->fd, so->bounce + so->carry, room, MSG_DONTWAIT);
+  if (r <= 0) return r;
+  size_t have = so->carry + (size_t)r;
+  size_t whole = have - have % x->elem_size;
+  /* pos is where the carried bytes start in the message */
+  collie_xfer_deliver(x, pos, so->bounce, whole);
+  so->carry = have - whole;
+  if (so->carry) memmove(so->bounce, so->bounce + whole, so->carry);
+  return r;
+}
+
+static int recv_side(collie_comm_t *comm, collie_peer_t *peer, tcp_peer_t *tp, int k) {
+  tcp_sock_t *so = &tp->s[k];
+  int moved = 0;
+  collie_xfer_t *x;
+  while ((x = find(peer->recvq, so->r_seq)) && x->ready) {
+    init_parts(tp, x);
+    uint64_t b, e;
+    part_range(tp, x->nbytes, k, &b, &e);
+    uint64_t hdr = k == 0 ? HDR_BYTES : 0, total = hdr + (e - b);
+    if (total == 0) {
+      so->r_seq++;
+      continue;
+    }
+    while (so->r_off < total) {
+      ssize_t r;
+      if (so->r_off < hdr) {
+        r = recv(so->fd, (char *)&so->rhdr + so->r_off, hdr - so->r_off, MSG_DONTWAIT);
+      } else if (x->reduce) {
+        uint64_t done = so->r_off - hdr; /* payload bytes received on this socket, carry included */
+        r = recv_reduce(so, x, b + done - so->carry, (e - b) - done + so->carry);
+      } else {
+        r = recv(so->fd, x->rbuf + b + (so->r_off - hdr), total - so->r_off, MSG_DONTWAIT);
+      }
+      if (r == 0) return peer_failed(comm, peer, "a receive", 0);
+      if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return moved;
+        return peer_failed(comm, peer, "a receive", errno);
+      }
+      so->r_off += (uint64_t)r;
+      moved = 1;
+      if (k == 0 && so->r_off == hdr && !x->hdr_done) {
+        if (collie_xfer_check_header(comm, peer, x, &so->rhdr) < 0) return -1;
+        x->hdr_done = 1;
+      }
+    }
+    so->r_off = 0;
+    so->r_seq++;
+    x->parts_left--;
+  }
+  return moved;
+}
+
+static int tcp_progress(collie_comm_t *comm, collie_peer_t *peer) {
+  tcp_peer_t *tp = peer->tp_state;
+  int moved = 0;
+  for (int k = 0; k < tp->nsocks; k++) {
+    int s = send_side(comm, peer, tp, k);
+    if (s < 0) return -1;
+    int r = recv_side(comm, peer, tp, k);
+    if (r < 0) return -1;
+    moved |= s | r;
+  }
+  collie_xfer_t *x;
+  while ((x = peer->sendq) && x->tp_init && x->parts_left == 0) collie_xfer_complete(comm, peer, x);
+  while ((x = peer->recvq) && x->tp_init && x->parts_left == 0) collie_xfer_complete(comm, peer, x);
+  return moved;
+}
+
+static void tcp_close(collie_comm_t *comm, collie_peer_t *peer) {
+  (void)comm;
+  tcp_peer_t *tp = peer->tp_state;
+  if (!tp) return;
+  for (int k = 0; k < tp->nsocks; k++) {
+    if (tp->s[k].fd >= 0) close(tp->s[k].fd);
+    free(tp->s[k].bounce);
+  }
+  free(tp);
+  peer->tp_state = NULL;
+}
+
+const collie_transport_t collie_transport_tcp = {"tcp", tcp_progress, tcp_close};
+
+/* ---- connection setup ---- */
+
+collie_result_t collie_tcp_listen(collie_comm_t *comm, const struct sockaddr_storage *ip) {
+  collie_tcp_state_t *st = calloc(1, sizeof(*st));
+  if (!st) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  comm->tcp = st;
+  st->nsocks = (int)collie_param_int(COLLIE_P_TCP_NSOCKS);
+  if (st->nsocks < 1) st->nsocks = 1;
+  if (st->nsocks > 16) st->nsocks = 16;
+  st->stripe_min = (uint64_t)collie_param_int(COLLIE_P_TCP_STRIPE_MIN);
+  st->addr = *ip;
+  st->listen_fd = collie_listen(&st->addr);
+  if (st->listen_fd < 0) {
+    char a[80];
+    return collie_error(comm, COLLIE_ERR_SYSTEM,
+                        "rank %d could not listen on %s for transport connections: %s; check "
+                        "COLLIE_SOCKET_IFNAME and COLLIE_PORT_RANGE",
+                        comm->rank, collie_addr_str(ip, a, sizeof(a)), strerror(errno));
+  }
+  return COLLIE_SUCCESS;
+}
+
+static tcp_peer_t *peer_state(collie_comm_t *comm, int p, int nsocks, uint64_t stripe_min) {
+  collie_peer_t *peer = &comm->peers[p];
+  if (!peer->tp_state) {
+    tcp_peer_t *tp = calloc(1, sizeof(tcp_peer_t) + sizeof(tcp_sock_t) * (size_t)nsocks);
+    if (!tp) return NULL;
+    tp->nsocks = nsocks;
+    tp->stripe_min = stripe_min;
+    for (int k = 0; k < nsocks; k++) tp->s[k].fd = -1;
+    peer->tp_state = tp;
+    peer->tp = &collie_transport_tcp;
+  }
+  return peer->tp_state;
+}
+
+static collie_result_t adopt(collie_comm_t *comm, tcp_peer_t *tp, int k, int fd) {
+  collie_socket_tune(fd);
+  collie_set_nonblocking(fd, true);
+  tp->s[k].fd = fd;
+  tp->s[k].bounce = malloc(BOUNCE_BYTES);
+  if (!tp->s[k].bounce) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  return COLLIE_SUCCESS;
+}
+
+collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
+  collie_tcp_state_t *st = comm->tcp;
+  int64_t deadline = collie_now_ns() + (int64_t)comm->connect_timeout_ms * 1000000;
+  char pd[160], a[80];
+  /* Lower ranks accept, higher ranks connect: the kernel finishes each connection in the
+   * listen backlog, so connecting first and accepting second cannot deadlock. */
+  for (int p = 0; p < comm->rank; p++) {
+    if (!use_tcp[p]) continue;
+    tcp_peer_t *tp = peer_state(comm, p, st->nsocks, st->stripe_min);
+    if (!tp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+    for (int k = 0; k < st->nsocks; k++) {
+      int err = 0;
+      int fd = collie_connect_retry(&comm->cards[p].data_addr, deadline, &err);
+      if (fd < 0)
+        return collie_error(comm, fd == -2 ? COLLIE_ERR_TIMEOUT : COLLIE_ERR_SYSTEM,
+                            "rank %d could not connect to %s at %s: %s; check that the address is reachable "
+                            "from this host (COLLIE_SOCKET_IFNAME) and that no firewall blocks it",
+                            comm->rank, collie_peer_desc(comm, p, pd, sizeof(pd)),
+                            collie_addr_str(&comm->cards[p].data_addr, a, sizeof(a)), strerror(err));
+      hello_t h = {HELLO_MAGIC, COLLIE_VERSION_CODE, comm->comm_hash, comm->rank, k, st->nsocks, 0, st->stripe_min};
+      if (collie_send_all(fd, &h, sizeof(h), deadline) != 0) {
+        close(fd);
+        return collie_error(comm, COLLIE_ERR_REMOTE, "rank %d could not greet %s over TCP: %s", comm->rank,
+                            collie_peer_desc(comm, p, pd, sizeof(pd)), strerror(errno));
+      }
+      collie_result_t res = adopt(comm, tp, k, fd);
+      if (res) return res;
+    }
+  }
+  int expected = 0;
+  for (int p = comm->rank + 1; p < comm->nranks; p++) expected += use_tcp[p] ? st->nsocks : 0;
+  while (expected > 0) {
+    struct pollfd pfd = {st->listen_fd, POLLIN, 0};
+    int64_t left = (deadline - collie_now_ns()) / 1000000;
+    if (left <= 0)
+      return collie_error(comm, COLLIE_ERR_TIMEOUT,
+                          "rank %d timed out after %d ms waiting for %d TCP connections from higher ranks; "
+                          "a peer may have died or cannot reach %s",
+                          comm->rank, comm->connect_timeout_ms, expected,
+                          collie_addr_str(&st->addr, a, sizeof(a)));
+    if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) <= 0) continue;
+    struct sockaddr_storage from;
+    socklen_t flen = sizeof(from);
+    int fd = accept(st->listen_fd, (struct sockaddr *)&from, &flen);
+    if (fd < 0) continue;
+    hello_t h;
+    int64_t hdl = collie_now_ns() + 2000000000LL;
+    if (collie_recv_all(fd, &h, sizeof(h), hdl < deadline ? hdl : deadline) != 0 || h.magic != HELLO_MAGIC ||
+        h.comm_hash != comm->comm_hash || h.rank <= comm->rank || h.rank >= comm->nranks || !use_tcp[h.rank] ||
+        h.sock_idx < 0 || h.sock_idx >= h.nsocks || h.nsocks != st->nsocks) {
+      COLLIE_WARN(COLLIE_SUB_TRANSPORT, comm->rank,
+                  "dropped a connection from %s to the transport port: it did not greet as a rank of this "
+                  "communicator",
+                  collie_addr_str(&from, a, sizeof(a)));
+      close(fd);
+      continue;
+    }
+    tcp_peer_t *tp = peer_state(comm, h.rank, st->nsocks, h.stripe_min);
+    if (!tp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+    if (tp->s[h.sock_idx].fd >= 0) {
+      close(fd);
+      continue;
+    }
+    collie_result_t res = adopt(comm, tp, h.sock_idx, fd);
+    if (res) return res;
+    expected--;
+  }
+  return COLLIE_SUCCESS;
+}
+
+int collie_tcp_pollfds(collie_comm_t *comm, struct pollfd *fds, int max) {
+  int n = 0;
+  for (int p = 0; p < comm->nranks && n < max; p++) {
+    collie_peer_t *peer = &comm->peers[p];
+    if (peer->tp != &collie_transport_tcp || (!peer->sendq && !peer->recvq)) continue;
+    tcp_peer_t *tp = peer->tp_state;
+    for (int k = 0; k < tp->nsocks && n < max; k++) {
+      fds[n].fd = tp->s[k].fd;
+      /* Only ready heads: a socket with nothing to send would report POLLOUT forever. */
+      fds[n].events = (short)((peer->recvq && peer->recvq->ready ? POLLIN : 0) |
+                              (peer->sendq && peer->sendq->ready ? POLLOUT : 0));
+      fds[n].revents = 0;
+      n++;
+    }
+  }
+  return n;
+}
+
+void collie_tcp_destroy(collie_comm_t *comm) {
+  if (!comm->tcp) return;
+  if (comm->tcp->listen_fd >= 0) close(comm->tcp->listen_fd);
+  free(comm->tcp);
+  comm->tcp = NULL;
+}

@@ -1,0 +1,26 @@
+/* What travels in front of every message, on every transport: enough to match it against
+ * what the receiver expects and, when ranks disagree, to say exactly how. */
+#ifndef COLLIE_WIRE_H
+#define COLLIE_WIRE_H
+
+#include <stdint.h>
+
+#define COLLIE_WIRE_MAGIC 0x434c4d53u /* "CLMS" */
+
+typedef struct {
+  uint32_t magic;
+  uint8_t coll;   /* collie_coll_t of the operation (SEND for point to point) */
+  uint8_t dtype;
+  uint8_t redop;
+  uint8_t flags;
+  int32_t root;
+  int32_t src_rank;
+  uint64_t seq;    /* collective number on the communicator (0 for point to point) */
+  uint64_t count;  /* the operation's signature count (elements)                  */
+  uint64_t nbytes; /* this message's payload                                      */
+  uint64_t reserved;
+} collie_wire_hdr_t;
+
+_Static_assert(sizeof(collie_wire_hdr_t) == 48, "wire header is 48 bytes");
+
+#endif

@@ -1,0 +1,28 @@
+# Multi-process and multi-thread tests of the foundation (transports, bootstrap, launchers).
+add_executable(p2p_check ${CMAKE_CURRENT_LIST_DIR}/p2p_check.c)
+target_link_libraries(p2p_check PRIVATE collie_static)
+
+# Every multi-rank test runs under these: loopback only, short timeouts so a bug fails fast.
+set(COLLIE_TEST_ENV "COLLIE_SOCKET_IFNAME=lo;COLLIE_CONNECT_TIMEOUT=30;COLLIE_EXEC_TIMEOUT=60;OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+set(P2P $<TARGET_FILE:p2p_check>)
+set(RUN $<TARGET_FILE:collie-run>)
+
+foreach(n 1 2 3 4 8)
+  add_test(NAME p2p_threads_${n} COMMAND ${P2P} --threads ${n})
+  add_test(NAME p2p_collie_run_shm_${n} COMMAND ${RUN} -n ${n} --timeout 120 ${P2P})
+  add_test(NAME p2p_collie_run_tcp_${n} COMMAND ${RUN} -n ${n} --timeout 120 ${P2P})
+  set_tests_properties(p2p_threads_${n} p2p_collie_run_shm_${n} PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV}")
+  set_tests_properties(p2p_collie_run_tcp_${n} PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
+endforeach()
+add_test(NAME p2p_threads_tcp_4 COMMAND ${P2P} --threads 4)
+set_tests_properties(p2p_threads_tcp_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
+
+find_program(OMPI_RUN mpirun.openmpi)
+find_program(MPICH_RUN mpiexec.mpich)
+if(NOT OMPI_RUN OR NOT MPICH_RUN)
+  message(FATAL_ERROR "mpirun.openmpi and mpiexec.mpich are needed by the tests: run scripts/install-deps.sh")
+endif()
+add_test(NAME p2p_openmpi_3 COMMAND ${OMPI_RUN} --oversubscribe -n 3 ${P2P})
+add_test(NAME p2p_mpich_2 COMMAND ${MPICH_RUN} -n 2 ${P2P})
+add_test(NAME p2p_mpich_4_tcp COMMAND ${MPICH_RUN} -n 4 -genv COLLIE_TRANSPORT tcp ${P2P})
+set_tests_properties(p2p_openmpi_3 p2p_mpich_2 p2p_mpich_4_tcp PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV}")

@@ -1,0 +1,354 @@
+/* Sweeps every registered (collective, algorithm) through the symbolic verifier
+ * (sched_verify.h): rank counts 1-64, 127, 128, 1000; counts 0, 1, n-1, n+1, 1000 (the
+ * last only up to 64 ranks); irregular counts with zeros and gaps for v-variants; both
+ * roots' extremes; in place and out of place; and per case up to three seeds, which also
+ * vary the element size (1, 4, 8 bytes) and the chunk size so pipelining and alignment
+ * are exercised.
+ *
+ *   test_sched_verify [--coll NAME] [--algo NAME] [--max-ranks N]
+ *                     [--ranks N] [--seeds N] [--verbose]
+ *
+ * Builders may decline a case (COLLIE_ERR_INVALID_ARGUMENT); declined cases are listed,
+ * and an algorithm in `expected` below that declines every case fails the sweep. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched_verify.h"
+
+/* Algorithms that must build schedules (the others may still be stubs). */
+static const char *const expected[] = {
+    "allreduce ring",  "allgather ring",     "allgatherv ring",   "reduce_scatter ring", "reduce_scatterv ring",
+    "allreduce rd",    "allreduce hd",       "reduce_scatter hd", "reduce_scatterv hd",  "allgather rd",
+    "allgatherv rd",   "allgather bruck",    "allgatherv bruck",  "alltoall bruck",      NULL};
+
+#define ELEM_BUDGET (24u << 20) /* send+recv elements over all ranks in one case */
+#define MAX_SHOWN_FAILURES 5
+#define NUM_PATTERNS 4
+
+typedef struct {
+  const char *coll, *algo;
+  int max_ranks, only_ranks, seeds, verbose;
+} opts_t;
+
+typedef struct {
+  long cases, declined, failed, skipped;
+  long dec_inplace, dec_npow2, dec_small, dec_root;
+  char dec_examples[4][160];
+  int ndec_examples;
+} stats_t;
+
+static int shown_failures;
+
+static bool is_rooted(collie_coll_t c) {
+  return c == COLLIE_COLL_BROADCAST || c == COLLIE_COLL_REDUCE || c == COLLIE_COLL_SCATTER ||
+         c == COLLIE_COLL_GATHER;
+}
+
+static bool is_v(collie_coll_t c) {
+  return c == COLLIE_COLL_ALLGATHERV || c == COLLIE_COLL_REDUCE_SCATTERV || c == COLLIE_COLL_ALLTOALLV;
+}
+
+static bool is_expected(const collie_algo_t *a) {
+  char name[96];
+  snprintf(name, sizeof name, "%s %s", collie_coll_name(a->coll), a->name);
+  for (int i = 0; expected[i]; i++)
+    if (strcmp(expected[i], name) == 0) return true;
+  return false;
+}
+
+/* v-variant layouts: counts with zeros; displacements with gaps, sometimes in reverse. */
+typedef struct {
+  size_t *counts, *displs;        /* allgatherv, reduce_scatterv */
+  size_t *a2a, *sdispls, *rdispls; /* alltoallv (n*n each)        */
+  size_t maxcount;
+} vlayout_t;
+
+static size_t vcount(int p, int r, int n) {
+  switch (p) {
+    case 0: return 0;
+    case 1: return (size_t)(r * 7 + 3) % 5;
+    case 2: return (size_t)(r * 13 + 5) % 41;
+    default: return r == n / 2 ? 17 : 0;
+  }
+}
+
+static size_t a2a_count(int p, int s, int d, bool sym) {
+  int u = sym ? s + d : s * 3 + d, v = sym ? (s > d ? s - d : d - s) : d;
+  switch (p) {
+    case 0: return 0;
+    case 1: return (size_t)(u * 7 + 3) % 5;
+    case 2: return (size_t)(u * 13 + v * 5 + 5) % 23;
+    default: return v == 1 ? 9 : 0;
+  }
+}
+
+/* Places n blocks: forward or reverse order, contiguous or with gaps of 1-3 elements. */
+static void place(const size_t *counts, size_t stride, size_t *displs, int n, bool reverse, bool gaps) {
+  size_t at = gaps ? 2 : 0;
+  for (int k = 0; k < n; k++) {
+    int q = reverse ? n - 1 - k : k;
+    displs[(size_t)q * stride] = at;
+    at += counts[(size_t)q * stride] + (gaps ? (size_t)(q % 3) + 1 : 0);
+  }
+}
+
+static bool make_vlayout(vlayout_t *v, collie_coll_t coll, int p, int n, bool in_place) {
+  memset(v, 0, sizeof *v);
+  if (coll == COLLIE_COLL_ALLTOALLV) {
+    size_t nn = (size_t)n * n;
+    v->a2a = malloc(nn * sizeof(size_t));
+    v->sdispls = malloc(nn * sizeof(size_t));
+    v->rdispls = malloc(nn * sizeof(size_t));
+    if (!v->a2a || !v->sdispls || !v->rdispls) return false;
+    for (int s = 0; s < n; s++)
+      for (int d = 0; d < n; d++) {
+        size_t c = a2a_count(p, s, d, in_place);
+        v->a2a[(size_t)s * n + d] = c;
+        if (c > v->maxcount) v->maxcount = c;
+      }
+    for (int r = 0; r < n; r++) /* send layout of r: its row, blocks in reverse with gaps */
+      place(&v->a2a[(size_t)r * n], 1, &v->sdispls[(size_t)r * n], n, true, true);
+    /* receive layout of rank r: block from q has a2a[q][r] elements */
+    size_t *col = malloc((size_t)n * sizeof(size_t));
+    if (!col) return false;
+    for (int r = 0; r < n; r++) {
+      for (int q = 0; q < n; q++) col[q] = v->a2a[(size_t)q * n + r];
+      place(col, 1, &v->rdispls[(size_t)r * n], n, false, p != 2);
+    }
+    free(col);
+    return true;
+  }
+  v->counts = malloc((size_t)n * sizeof(size_t));
+  v->displs = malloc((size_t)n * sizeof(size_t));
+  if (!v->counts || !v->displs) return false;
+  for (int r = 0; r < n; r++) {
+    v->counts[r] = vcount(p, r, n);
+    if (v->counts[r] > v->maxcount) v->maxcount = v->counts[r];
+  }
+  place(v->counts, 1, v->displs, n, p == 3, p != 2);
+  return true;
+}
+
+static void free_vlayout(vlayout_t *v) {
+  free(v->counts);
+  free(v->displs);
+  free(v->a2a);
+  free(v->sdispls);
+  free(v->rdispls);
+}
+
+/* Seed s also picks the element size and a chunk size: default, a few elements with a
+ * hint that is not a multiple of the element, or less than one element. */
+static void seed_params(int s, size_t count, size_t *elem, size_t *chunk) {
+  static const size_t elems[3] = {1, 4, 8};
+  *elem = elems[s % 3];
+  if (s % 3 == 0)
+    *chunk = 0;
+  else if (s % 3 == 1)
+    *chunk = count <= 200 ? 2 * *elem + 1 : *elem * (count / 8) + 1;
+  else
+    *chunk = count <= 64 ? *elem - 1 : *elem * 37 + 3;
+}
+
+static void note_decline(stats_t *st, const sv_case_t *c, const char *pattern) {
+  int n = c->nranks;
+  st->declined++;
+  st->dec_inplace += c->in_place;
+  st->dec_npow2 += (n & (n - 1)) != 0;
+  st->dec_small += c->count < (size_t)n;
+  st->dec_root += c->root != 0;
+  if (st->ndec_examples < 4)
+    snprintf(st->dec_examples[st->ndec_examples++], sizeof st->dec_examples[0],
+             "nranks=%d count=%zu%s root=%d in_place=%d", n, c->count, pattern, c->root, (int)c->in_place);
+}
+
+static void show_failure(const sv_case_t *c, const sv_report_t *rep) {
+  if (shown_failures++ >= MAX_SHOWN_FAILURES) return;
+  char d[256];
+  sv_describe(c, d, sizeof d);
+  printf("FAIL %s\n", d);
+  for (int k = 0; k < rep->nfail && k < SV_MAX_FAIL; k++)
+    printf("  rank %d step %ld: %s\n", rep->fail[k].rank, rep->fail[k].step, rep->fail[k].what);
+  if (rep->nfail > SV_MAX_FAIL) printf("  ... %d failures in this case\n", rep->nfail);
+}
+
+/* Runs one case with every seed; returns 0 ok, 1 declined, 2 failed, 3 skipped. */
+static int run_case(sv_case_t *c, int seeds, const opts_t *o, stats_t *st, const char *pattern) {
+  if (sv_case_elems(c) > ELEM_BUDGET) {
+    st->skipped++;
+    return 3;
+  }
+  st->cases++;
+  size_t count = c->count;
+  for (int s = 0; s < seeds; s++) {
+    sv_report_t rep;
+    c->seed = (uint64_t)s;
+    seed_params(s, count, &c->elem_size, &c->chunk_bytes);
+    sv_status_t r = sv_run(c, &rep);
+    if (r == SV_DECLINED) {
+      note_decline(st, c, pattern);
+      if (o->verbose) {
+        char d[256];
+        sv_describe(c, d, sizeof d);
+        printf("  declined: %s%s\n", d, pattern);
+      }
+      return 1;
+    }
+    if (r == SV_FAIL) {
+      st->failed++;
+      show_failure(c, &rep);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static void run_algo(const collie_algo_t *a, const int *ranks, int nranks_list, const opts_t *o, stats_t *st) {
+  memset(st, 0, sizeof *st);
+  for (int ri = 0; ri < nranks_list; ri++) {
+    int n = ranks[ri];
+    int seeds = o->seeds ? o->seeds : n <= 64 ? 3 : n <= 128 ? 2 : 1;
+    int roots[2] = {0, n - 1}, nroots = is_rooted(a->coll) && n > 1 ? 2 : 1;
+    size_t counts[5] = {0, 1, (size_t)n - 1, (size_t)n + 1, 1000};
+    int ncounts = n <= 64 ? 5 : 4, nvariants = is_v(a->coll) ? NUM_PATTERNS : ncounts;
+    if (a->coll == COLLIE_COLL_BARRIER) nvariants = 1;
+    for (int v = 0; v < nvariants; v++) {
+      size_t count = is_v(a->coll) || a->coll == COLLIE_COLL_BARRIER ? 0 : counts[v];
+      bool dup = false;
+      for (int w = 0; w < v && !is_v(a->coll); w++) dup |= counts[w] == count;
+      if (dup) continue;
+      for (int ip = 0; ip < 2; ip++) {
+        vlayout_t vl;
+        char pattern[32] = "";
+        if (is_v(a->coll)) {
+          if (!make_vlayout(&vl, a->coll, v, n, ip)) {
+            fprintf(stderr, "out of memory\n");
+            exit(2);
+          }
+          snprintf(pattern, sizeof pattern, " (v-pattern %d)", v);
+        }
+        for (int k = 0; k < nroots; k++) {
+          sv_case_t c;
+          memset(&c, 0, sizeof c);
+          c.coll = a->coll;
+          c.algo_name = a->name;
+          c.build = a->build;
+          c.nranks = n;
+          c.root = roots[k];
+          c.count = is_v(a->coll) ? vl.maxcount : count;
+          c.in_place = ip;
+          if (is_v(a->coll)) {
+            c.counts = vl.counts;
+            c.displs = vl.displs;
+            c.a2a_counts = vl.a2a;
+            c.a2a_sdispls = vl.sdispls;
+            c.a2a_rdispls = vl.rdispls;
+          }
+          run_case(&c, seeds, o, st, pattern);
+        }
+        if (is_v(a->coll)) free_vlayout(&vl);
+      }
+    }
+  }
+}
+
+static void ranks_text(const int *ranks, int n, char *out, size_t len) {
+  size_t p = 0;
+  for (int i = 0; i < n && p + 16 < len;) {
+    int j = i;
+    while (j + 1 < n && ranks[j + 1] == ranks[j] + 1) j++;
+    if (j - i >= 2)
+      p += (size_t)snprintf(out + p, len - p, "%s%d-%d", i ? "," : "", ranks[i], ranks[j]);
+    else
+      for (int k = i; k <= j; k++) p += (size_t)snprintf(out + p, len - p, "%s%d", k ? "," : "", ranks[k]);
+    i = j + 1;
+  }
+}
+
+static void usage(const char *argv0) {
+  fprintf(stderr, "usage: %s [--coll NAME] [--algo NAME] [--max-ranks N] [--ranks N] [--seeds N] [--verbose]\n",
+          argv0);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  opts_t o;
+  memset(&o, 0, sizeof o);
+  o.max_ranks = 1000;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool more = i + 1 < argc;
+    if (!strcmp(a, "--coll") && more)
+      o.coll = argv[++i];
+    else if (!strcmp(a, "--algo") && more)
+      o.algo = argv[++i];
+    else if (!strcmp(a, "--max-ranks") && more)
+      o.max_ranks = atoi(argv[++i]);
+    else if (!strcmp(a, "--ranks") && more)
+      o.only_ranks = atoi(argv[++i]);
+    else if (!strcmp(a, "--seeds") && more)
+      o.seeds = atoi(argv[++i]);
+    else if (!strcmp(a, "--verbose") || !strcmp(a, "-v"))
+      o.verbose = 1;
+    else
+      usage(argv[0]);
+  }
+  int ranks[80], nr = 0;
+  static const int big[] = {127, 128, 1000};
+  for (int n = 1; n <= 64; n++) ranks[nr++] = n;
+  for (int k = 0; k < 3; k++) ranks[nr++] = big[k];
+  int kept = 0;
+  for (int k = 0; k < nr; k++)
+    if (ranks[k] <= o.max_ranks && (!o.only_ranks || ranks[k] == o.only_ranks)) ranks[kept++] = ranks[k];
+  nr = kept;
+  if (!nr) {
+    fprintf(stderr, "no rank counts selected\n");
+    return 2;
+  }
+  char rtext[128];
+  ranks_text(ranks, nr, rtext, sizeof rtext);
+
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int failed = sv_selftest(), matched = 0;
+  for (const collie_algo_t *a = collie_algos; a->name; a++) {
+    if (o.coll && strcmp(o.coll, collie_coll_name(a->coll))) continue;
+    if (o.algo && strcmp(o.algo, a->name)) continue;
+    matched++;
+    stats_t st;
+    run_algo(a, ranks, nr, &o, &st);
+    const char *cn = collie_coll_name(a->coll);
+    bool all_declined = st.cases > 0 && st.declined == st.cases;
+    if (st.failed) {
+      failed = 1;
+      printf("%s %s: ranks %s FAILED (%ld of %ld cases, %ld declined)\n", cn, a->name, rtext, st.failed, st.cases,
+             st.declined);
+    } else if (all_declined && is_expected(a)) {
+      failed = 1;
+      printf("%s %s: ranks %s FAILED: declined every case (%ld) but is expected to be implemented\n", cn, a->name,
+             rtext, st.cases);
+    } else if (all_declined) {
+      printf("%s %s: ranks %s not implemented (declined all %ld cases)\n", cn, a->name, rtext, st.cases);
+    } else {
+      printf("%s %s: ranks %s OK (%ld cases, %ld declined)\n", cn, a->name, rtext, st.cases, st.declined);
+    }
+    if (st.skipped && o.verbose) printf("  %ld cases skipped (too large to model)\n", st.skipped);
+    if (st.declined && !all_declined) {
+      printf("  declined: %ld in place, %ld non-power-of-two ranks, %ld count < nranks, %ld root != 0; e.g.",
+             st.dec_inplace, st.dec_npow2, st.dec_small, st.dec_root);
+      for (int k = 0; k < st.ndec_examples; k++) printf("%s %s", k ? ";" : "", st.dec_examples[k]);
+      printf("\n");
+    }
+    fflush(stdout);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (!matched) {
+    fprintf(stderr, "no registered algorithm matches\n");
+    return 2;
+  }
+  printf("sched_verify: %s in %.1f s\n", failed ? "FAILED" : "all OK",
+         (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+  return failed;
+}
