@@ -1,20 +1,203 @@
-/* Stub: not yet written; every builder here declines, so the caller falls back. */
-#include "algo/algo_impl.h"
+/* Ring algorithms: every rank sends only to its right neighbour (rank + 1) and receives
+ * only from its left (rank - 1), so each link carries the same load and the bandwidth
+ * term is optimal; the price is p - 1 (or 2(p - 1)) rounds of latency.
+ *
+ * Costs use p ranks, alpha (per message), beta (per byte sent), gamma (per byte reduced)
+ * and n bytes: the whole vector (allreduce), a rank's whole receive buffer (allgather) or
+ * send buffer (reduce_scatter). Blocks are split into chunks of chunk_bytes (64 KiB by
+ * default) sent as separate messages, so a chunk is forwarded (and reduced) while the
+ * next one is still on the wire; with c chunks per block the alpha terms grow c-fold and
+ * the pipeline hides all but one chunk's worth of reduction and copy time.
+ *
+ * Messages are posted round by round (all chunks of round k before round k + 1): on a
+ * stream transport a message waits for those before it on the same link, and round k's
+ * chunks are ready before round k + 1's. Blocks and chunks of zero elements are not sent;
+ * both ends know every length. */
+#include <stdlib.h>
 
+#include "algo/algo_util.h"
+
+static collie_bufref_t at(collie_buf_t buf, uint64_t elem_off, uint64_t es) {
+  return collie_ref(buf, elem_off * es);
+}
+
+/* Elements of chunk j of a block of len elements (0 when the block has fewer chunks). */
+static uint64_t chunk_len(uint64_t len, uint64_t ce, uint64_t j) {
+  uint64_t start = j * ce;
+  return start >= len ? 0 : (len - start < ce ? len - start : ce);
+}
+
+/* ---- allreduce ------------------------------------------------------------------------ */
+
+/* Ring allreduce: a ring reduce-scatter, then a ring allgather, on p near-equal blocks.
+ *
+ * Reduce-scatter round k (0 <= k < p-1): rank r sends block r-k and receives block r-k-1,
+ * folding it into its own contribution with RECV_REDUCE (dst = local op incoming), so
+ * block b is reduced in one fixed order along the ring, b, b+1, ..., b-1, and only once:
+ * after p-1 rounds rank r holds block r+1 complete. Allgather round k: rank r sends block
+ * r+1-k and receives block r-k. Every rank ends with bitwise identical results because
+ * each block is reduced on one rank and only copied from there. Out of place the first
+ * reduction of a block reads the send buffer and writes the receive buffer, so no copies
+ * are needed; in place it reads and writes the receive buffer.
+ *
+ * Cost: 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma (times c chunks on alpha). */
 COLLIE_ALGO_DECL(collie_ring_allreduce) {
-  (void)args;
-  (void)s;
-  return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, r = args->rank;
+  const uint64_t es = args->elem_size, count = args->count;
+  const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
+  if (count == 0) return COLLIE_SUCCESS;
+  if (n == 1) {
+    if (!args->in_place) collie_sched_copy(s, at(in, 0, es), at(COLLIE_BUF_RECV, 0, es), count * es, COLLIE_NODEPS);
+    return au_finish(s);
+  }
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  const uint64_t ce = au_chunk_elems(args);
+  const uint64_t maxch = au_div_up(au_block_len(count, n, 0), ce);
+  /* prev[j]: the last receive of chunk j (the block forwarded next round);
+   * rs_send[k * maxch + j]: reduce-scatter round k's send of chunk j, which the
+   * allgather's receive of the same bytes in round k must follow. */
+  uint32_t *prev = malloc((size_t)maxch * sizeof *prev);
+  uint32_t *rs_send = malloc((size_t)(n - 1) * maxch * sizeof *rs_send);
+  if (!prev || !rs_send) {
+    free(prev);
+    free(rs_send);
+    return COLLIE_ERR_INTERNAL;
+  }
+  for (uint64_t j = 0; j < maxch; j++) prev[j] = COLLIE_NO_STEP;
+
+  for (int k = 0; k < n - 1; k++) { /* reduce-scatter */
+    const int sb = au_mod(r - k, n), rb = au_mod(r - k - 1, n);
+    const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
+    const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
+    /* Round 0 sends the raw contribution; later rounds forward last round's partial sum. */
+    const collie_buf_t sbuf = k == 0 ? in : COLLIE_BUF_RECV;
+    for (uint64_t j = 0; j * ce < slen; j++)
+      rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, at(sbuf, soff + j * ce, es),
+                                                         chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
+    for (uint64_t j = 0; j * ce < rlen; j++)
+      prev[j] = collie_sched_recv_reduce(s, left, at(in, roff + j * ce, es), at(COLLIE_BUF_RECV, roff + j * ce, es),
+                                         chunk_len(rlen, ce, j) * es, COLLIE_NODEPS);
+  }
+  for (int k = 0; k < n - 1; k++) { /* allgather */
+    const int sb = au_mod(r + 1 - k, n), rb = au_mod(r - k, n);
+    const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
+    const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
+    for (uint64_t j = 0; j * ce < slen; j++)
+      collie_sched_send(s, right, at(COLLIE_BUF_RECV, soff + j * ce, es), chunk_len(slen, ce, j) * es,
+                        COLLIE_DEP1(prev[j]));
+    /* Block r-k was sent in reduce-scatter round k (in place, from these very bytes). */
+    for (uint64_t j = 0; j * ce < rlen; j++)
+      prev[j] = collie_sched_recv(s, left, at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
+                                  COLLIE_DEP1(rs_send[(size_t)k * maxch + j]));
+  }
+  free(prev);
+  free(rs_send);
+  return au_finish(s);
 }
 
+/* ---- allgather ------------------------------------------------------------------------ */
+
+/* Ring allgather (and allgatherv): round k (0 <= k < p-1) rank r sends block r-k to the
+ * right and receives block r-k-1 from the left, straight into its place in the receive
+ * buffer. Round 0 sends from the send buffer, so it does not wait for the local copy of
+ * the rank's own block. Blocks of allgatherv may have any sizes and displacements.
+ *
+ * Cost: (p-1) alpha + (p-1)/p n beta (equal blocks; with v-blocks the largest block
+ * bounds each round). */
 COLLIE_ALGO_DECL(collie_ring_allgather) {
-  (void)args;
-  (void)s;
-  return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, r = args->rank;
+  const uint64_t es = args->elem_size;
+  au_blocks_t b;
+  if (!au_blocks_init(&b, args)) return COLLIE_ERR_INTERNAL;
+  const uint64_t ce = au_chunk_elems(args), maxch = au_div_up(b.maxlen, ce);
+  uint32_t *prev = malloc(((size_t)maxch + 1) * sizeof *prev);
+  if (!prev) {
+    au_blocks_free(&b);
+    return COLLIE_ERR_INTERNAL;
+  }
+  for (uint64_t j = 0; j < maxch; j++) prev[j] = COLLIE_NO_STEP;
+  /* In place the send buffer is the rank's own block of the receive buffer. */
+  if (!args->in_place && b.len[r])
+    collie_sched_copy(s, at(COLLIE_BUF_SEND, 0, es), at(COLLIE_BUF_RECV, b.off[r], es), b.len[r] * es,
+                      COLLIE_NODEPS);
+  for (int k = 0; k < n - 1; k++) {
+    const int sb = au_mod(r - k, n), rb = au_mod(r - k - 1, n);
+    for (uint64_t j = 0; j * ce < b.len[sb]; j++) {
+      collie_bufref_t src = k == 0 ? at(COLLIE_BUF_SEND, j * ce, es) : at(COLLIE_BUF_RECV, b.off[sb] + j * ce, es);
+      collie_sched_send(s, (r + 1) % n, src, chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
+    }
+    for (uint64_t j = 0; j * ce < b.len[rb]; j++)
+      prev[j] = collie_sched_recv(s, (r + n - 1) % n, at(COLLIE_BUF_RECV, b.off[rb] + j * ce, es),
+                                  chunk_len(b.len[rb], ce, j) * es, COLLIE_NODEPS);
+  }
+  free(prev);
+  au_blocks_free(&b);
+  return au_finish(s);
 }
 
+/* ---- reduce_scatter ------------------------------------------------------------------- */
+
+/* Ring reduce_scatter (and reduce_scatterv): round k (0 <= k < p-1) rank r sends the
+ * partial sum of block r-k-1 to the right and receives block r-k-2 from the left, folding
+ * in its own contribution from the send buffer. Block b travels b+1, b+2, ..., b and is
+ * complete at rank b in the last round, whose reduction writes the receive buffer.
+ *
+ * Partial sums in flight need room: two staging areas of one block each, alternating by
+ * round, so round k's receive of chunk j waits only for round k-1's forwarding of the
+ * chunk staged there two rounds before (fewer slots than one round's chunks plus one
+ * could deadlock the ring). Out of place, when every block fits the receive buffer, the
+ * receive buffer serves as the staging area of the final round's parity, so the scratch
+ * holds one block; otherwise (in place, the receive buffer is the rank's own input) two.
+ *
+ * Cost: (p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma (n: the whole send buffer). */
 COLLIE_ALGO_DECL(collie_ring_reduce_scatter) {
-  (void)args;
-  (void)s;
-  return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, r = args->rank;
+  const uint64_t es = args->elem_size;
+  au_blocks_t b;
+  if (!au_blocks_init(&b, args)) return COLLIE_ERR_INTERNAL;
+  if (n == 1) {
+    if (!args->in_place && b.len[0])
+      collie_sched_copy(s, at(COLLIE_BUF_SEND, 0, es), at(COLLIE_BUF_RECV, 0, es), b.len[0] * es, COLLIE_NODEPS);
+    au_blocks_free(&b);
+    return au_finish(s);
+  }
+  const uint64_t ce = au_chunk_elems(args), maxch = au_div_up(b.maxlen, ce);
+  const int last_parity = (n - 2) % 2;
+  const bool recv_stages = !args->in_place && b.maxlen <= b.len[r];
+  s->scratch_bytes = (recv_stages ? 1 : 2) * b.maxlen * es;
+  /* prev[j]: last round's receive of chunk j; fwd[p * maxch + j]: the last send out of
+   * staging area p, chunk j (the area may be rewritten once it has left). */
+  uint32_t *prev = malloc(3 * ((size_t)maxch + 1) * sizeof *prev);
+  if (!prev) {
+    au_blocks_free(&b);
+    return COLLIE_ERR_INTERNAL;
+  }
+  uint32_t *fwd = prev + maxch + 1;
+  for (uint64_t j = 0; j < 3 * (maxch + 1); j++) prev[j] = COLLIE_NO_STEP;
+#define STAGE(p, j)                                                              \
+  (recv_stages && (p) == last_parity ? at(COLLIE_BUF_RECV, (j) * ce, es)         \
+                                     : at(COLLIE_BUF_SCRATCH, ((recv_stages ? 0 : (uint64_t)(p) * b.maxlen) + (j) * ce), es))
+  for (int k = 0; k < n - 1; k++) {
+    const int sb = au_mod(r - k - 1, n), rb = au_mod(r - k - 2, n), p = k % 2, pp = (k + 1) % 2;
+    for (uint64_t j = 0; j * ce < b.len[sb]; j++) {
+      collie_bufref_t src = k == 0 ? at(COLLIE_BUF_SEND, b.off[sb] + j * ce, es) : STAGE(pp, j);
+      uint32_t st = collie_sched_send(s, (r + 1) % n, src, chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
+      if (k > 0) fwd[(size_t)pp * maxch + j] = st;
+    }
+    const bool final = k == n - 2;
+    for (uint64_t j = 0; j * ce < b.len[rb]; j++) {
+      collie_bufref_t dst = final ? at(COLLIE_BUF_RECV, j * ce, es) : STAGE(p, j);
+      bool staged = !final || recv_stages;
+      prev[j] = collie_sched_recv_reduce(s, (r + n - 1) % n, at(COLLIE_BUF_SEND, b.off[rb] + j * ce, es), dst,
+                                         chunk_len(b.len[rb], ce, j) * es,
+                                         COLLIE_DEP1(staged ? fwd[(size_t)p * maxch + j] : COLLIE_NO_STEP));
+    }
+  }
+#undef STAGE
+  free(prev);
+  au_blocks_free(&b);
+  return au_finish(s);
 }

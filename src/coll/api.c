@@ -297,7 +297,7 @@ collie_result_t collie_ibarrier(collie_comm_t *comm, req_t **req) {
 #define BLOCKING(call)                       \
   req_t *req;                                \
   collie_result_t res = (call);              \
-  return res ? res : collie_finish(req)
+  return res ? collie_group_error(res) : collie_finish(req)
 
 collie_result_t collie_allreduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,
                                  collie_comm_t *comm) {

@@ -9,6 +9,8 @@
 
 typedef struct {
   int depth;
+  collie_result_t first_error; /* a call inside the group that failed at once */
+  char first_msg[1024];
   collie_request_t **reqs;
   int n, cap;
 } group_t;
@@ -54,6 +56,14 @@ collie_result_t collie_finish(collie_request_t *req) {
   return collie_wait(req);
 }
 
+collie_result_t collie_group_error(collie_result_t res) {
+  if (res && group.depth > 0 && !group.first_error) {
+    group.first_error = res;
+    snprintf(group.first_msg, sizeof(group.first_msg), "%s", collie_get_last_error(NULL));
+  }
+  return res;
+}
+
 collie_result_t collie_group_start(void) {
   group.depth++;
   return COLLIE_SUCCESS;
@@ -65,8 +75,10 @@ collie_result_t collie_group_end(void) {
   if (--group.depth > 0) return COLLIE_SUCCESS;
   /* Everything was posted as it was called; now wait for all of it. The first error wins,
    * but every request is still waited for so that none is leaked. */
-  collie_result_t res = COLLIE_SUCCESS;
-  char first[1024] = "";
+  collie_result_t res = group.first_error;
+  char first[1024];
+  snprintf(first, sizeof(first), "%s", group.first_msg);
+  group.first_error = COLLIE_SUCCESS;
   for (int i = 0; i < group.n; i++) {
     collie_result_t r = collie_wait(group.reqs[i]);
     if (r && !res) {

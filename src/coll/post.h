@@ -9,6 +9,8 @@
 collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
 /* Blocking calls: wait now, or (between group start and end) hand the request to the group. */
 collie_result_t collie_finish(collie_request_t *req);
+/* A call inside a group failed before posting: group end reports it. Returns res. */
+collie_result_t collie_group_error(collie_result_t res);
 /* Checks a datatype and that count elements of it fit in a size_t; fills *bytes. */
 collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t count, collie_datatype_t dt,
                                    size_t *bytes);

@@ -26,3 +26,11 @@ add_test(NAME p2p_openmpi_3 COMMAND ${OMPI_RUN} --oversubscribe -n 3 ${P2P})
 add_test(NAME p2p_mpich_2 COMMAND ${MPICH_RUN} -n 2 ${P2P})
 add_test(NAME p2p_mpich_4_tcp COMMAND ${MPICH_RUN} -n 4 -genv COLLIE_TRANSPORT tcp ${P2P})
 set_tests_properties(p2p_openmpi_3 p2p_mpich_2 p2p_mpich_4_tcp PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV}")
+
+# One message above 4 GiB, over shared memory and over TCP (8 GiB of memory; not under ASan).
+add_executable(big_message ${CMAKE_CURRENT_LIST_DIR}/big_message.c)
+target_link_libraries(big_message PRIVATE collie_static Threads::Threads)
+add_test(NAME big_message_shm COMMAND big_message)
+add_test(NAME big_message_tcp COMMAND big_message)
+set_tests_properties(big_message_shm PROPERTIES TIMEOUT 240 LABELS noasan RUN_SERIAL TRUE ENVIRONMENT "${COLLIE_TEST_ENV}")
+set_tests_properties(big_message_tcp PROPERTIES TIMEOUT 240 LABELS noasan RUN_SERIAL TRUE ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")

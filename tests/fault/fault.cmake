@@ -1,0 +1,20 @@
+# Failure scenarios: killed peers, timeouts, strangers, bad arguments, abort.
+add_executable(fault_rank ${CMAKE_CURRENT_LIST_DIR}/fault_rank.c)
+target_link_libraries(fault_rank PRIVATE collie_static)
+set(FAULT_SH ${CMAKE_CURRENT_LIST_DIR}/fault_test.sh)
+set(FAULT_BIN $<TARGET_FILE:fault_rank>)
+
+foreach(tr shm tcp)
+  add_test(NAME fault_kill_rank2_of4_${tr} COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 4 2 ${tr} ring)
+  add_test(NAME fault_kill_root_of4_${tr} COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 4 0 ${tr} ring)
+  set_tests_properties(fault_kill_rank2_of4_${tr} fault_kill_root_of4_${tr} PROPERTIES TIMEOUT 90 LABELS fault)
+endforeach()
+add_test(NAME fault_exec_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} exec-timeout)
+add_test(NAME fault_connect_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} connect-timeout)
+add_test(NAME fault_junk_on_bootstrap COMMAND bash ${FAULT_SH} ${FAULT_BIN} junk)
+add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
+add_test(NAME fault_abort COMMAND ${FAULT_BIN} abort)
+set_tests_properties(fault_exec_timeout fault_connect_timeout fault_junk_on_bootstrap fault_bad_args fault_abort
+                     PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+add_test(NAME fault_kill_rank1_allreduce_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 4 1 shm allreduce)
+set_tests_properties(fault_kill_rank1_allreduce_shm PROPERTIES TIMEOUT 90 LABELS fault)

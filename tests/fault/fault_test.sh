@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Failure scenarios with ranks started by hand (COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR),
+# judged from outside: a killed peer, timeouts, a stranger on the bootstrap port.
+#
+#   fault_test.sh BIN kill NRANKS VICTIM shm|tcp ring|allreduce
+#   fault_test.sh BIN exec-timeout | connect-timeout | junk
+set -u
+bin=$1
+scenario=$2
+shift 2
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+die() { echo "FAIL: $*" >&2; for f in "$dir"/*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+export COLLIE_ROOT_ADDR=127.0.0.1:$port COLLIE_JOB_ID=fault-$$ COLLIE_SOCKET_IFNAME=lo COLLIE_CONNECT_TIMEOUT=20
+
+start_rank() { # rank nranks args...
+  local r=$1 n=$2
+  shift 2
+  COLLIE_RANK=$r COLLIE_NRANKS=$n "$bin" "$@" >"$dir/$r.out" 2>&1 &
+  pids[$r]=$!
+}
+
+# Waits until pid exits or the deadline (epoch seconds) passes; sets st to the exit status
+# or "alive". (Not in a subshell: only this shell can wait for its children.)
+wait_until() {
+  local pid=$1 deadline=$2
+  while kill -0 "$pid" 2>/dev/null; do
+    if (($(echo "$(date +%s.%N) > $deadline" | bc))); then
+      st=alive
+      return
+    fi
+    sleep 0.05
+  done
+  wait "$pid"
+  st=$?
+}
+
+case $scenario in
+kill)
+  n=$1 victim=$2 transport=$3 mode=$4
+  [ "$transport" = tcp ] && export COLLIE_TRANSPORT=tcp
+  for ((r = 0; r < n; r++)); do start_rank $r $n loop "$victim" "$mode"; done
+  for _ in $(seq 300); do
+    ready=$(cat "$dir"/*.out 2>/dev/null | grep -c ready)
+    [ "$ready" -eq "$n" ] && break
+    sleep 0.1
+  done
+  [ "$ready" -eq "$n" ] || die "only $ready of $n ranks became ready"
+  sleep 0.5
+  kill -9 "${pids[$victim]}"
+  killed_at=$(date +%s.%N)
+  deadline=$(echo "$killed_at + 10" | bc)
+  for ((r = 0; r < n; r++)); do
+    [ $r -eq "$victim" ] && continue
+    wait_until "${pids[$r]}" "$deadline"
+    [ "$st" = alive ] && die "rank $r did not report the death of rank $victim within 10 s"
+    [ "$st" = 0 ] || die "rank $r exited with $st"
+  done
+  took=$(echo "$(date +%s.%N) - $killed_at" | bc)
+  cat "$dir"/*.out | grep error
+  echo "PASS: every survivor reported rank $victim within ${took} s ($n ranks, $transport, $mode)"
+  ;;
+exec-timeout)
+  export COLLIE_EXEC_TIMEOUT=2
+  start_rank 0 2 exec-timeout
+  start_rank 1 2 exec-timeout
+  deadline=$(echo "$(date +%s.%N) + 30" | bc)
+  for r in 0 1; do
+    wait_until "${pids[$r]}" "$deadline"
+    [ "$st" = 0 ] || die "rank $r: $st"
+  done
+  cat "$dir"/*.out
+  echo "PASS: exec timeout reported on both ranks"
+  ;;
+connect-timeout)
+  # Nobody listens on the port: rank 1 must give up after COLLIE_CONNECT_TIMEOUT.
+  export COLLIE_CONNECT_TIMEOUT=2
+  start_rank 1 2 connect-timeout
+  wait_until "${pids[1]}" "$(echo "$(date +%s.%N) + 15" | bc)"
+  [ "$st" = 0 ] || die "rank 1: $st"
+  cat "$dir"/1.out
+  echo "PASS: connect timeout"
+  ;;
+junk)
+  # A stranger connects to rank 0's bootstrap port and sends garbage before rank 1 joins.
+  start_rank 0 2 join
+  for _ in $(seq 100); do
+    (exec 3<>/dev/tcp/127.0.0.1/$port && printf 'GET / HTTP/1.0\r\n\r\nnot a collie rank' >&3 && sleep 0.2) 2>/dev/null && break
+    sleep 0.1
+  done
+  (exec 3<>/dev/tcp/127.0.0.1/$port && head -c 100000 /dev/urandom >&3) 2>/dev/null
+  start_rank 1 2 join
+  deadline=$(echo "$(date +%s.%N) + 20" | bc)
+  for r in 0 1; do
+    wait_until "${pids[$r]}" "$deadline"
+    [ "$st" = 0 ] || die "rank $r: $st"
+  done
+  grep -q "dropped a connection" "$dir/0.out" || die "rank 0 did not log the dropped stranger"
+  cat "$dir"/*.out
+  echo "PASS: the stranger was dropped and the ranks met"
+  ;;
+*)
+  echo "unknown scenario $scenario" >&2
+  exit 2
+  ;;
+esac

@@ -1,0 +1,28 @@
+# Unit tests of the core: parameters, unique ids, public API errors, socket helpers, the
+# shared-memory ring; collie-info and the generated docs/environment.md; installing the
+# package and building examples/hello.c against it.
+foreach(t params unique_id api_errors socket shm_ring)
+  add_executable(test_core_${t} ${CMAKE_CURRENT_LIST_DIR}/test_core_${t}.c)
+  target_link_libraries(test_core_${t} PRIVATE collie_internal)
+endforeach()
+
+add_test(NAME unit_params COMMAND test_core_params)
+add_test(NAME unit_unique_id COMMAND test_core_unique_id)
+add_test(NAME unit_api_errors COMMAND test_core_api_errors)
+add_test(NAME unit_socket_helpers COMMAND test_core_socket)
+add_test(NAME shm_ring_boundaries COMMAND test_core_shm_ring)
+set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers
+                     PROPERTIES TIMEOUT 30 LABELS unit ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+set_tests_properties(shm_ring_boundaries PROPERTIES TIMEOUT 120 LABELS unit
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_CONNECT_TIMEOUT=30;COLLIE_EXEC_TIMEOUT=60")
+
+add_test(NAME collie_info_cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/collie_info_test.sh $<TARGET_FILE:collie-info>)
+set_tests_properties(collie_info_cli PROPERTIES TIMEOUT 30 LABELS unit)
+
+add_test(NAME docs_environment_current
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/docs_env_test.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:collie-info>)
+set_tests_properties(docs_environment_current PROPERTIES TIMEOUT 30 LABELS unit)
+
+add_test(NAME install_package
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install_test.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+set_tests_properties(install_package PROPERTIES TIMEOUT 300 LABELS install)
