@@ -11,6 +11,11 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden visibility; everything declared here is its ABI. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define COLLIE_VERSION_MAJOR 0
 #define COLLIE_VERSION_MINOR 1
 #define COLLIE_VERSION_PATCH 0
@@ -143,6 +148,10 @@ collie_result_t collie_comm_synchronize(collie_comm_t *comm);     /* waits for a
 size_t collie_datatype_size(collie_datatype_t dt);             /* 0 for an invalid datatype */
 const char *collie_datatype_name(collie_datatype_t dt);        /* "float32", ... or "invalid" */
 const char *collie_redop_name(collie_redop_t op);              /* "sum", ... or "invalid" */
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

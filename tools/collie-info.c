@@ -174,7 +174,9 @@ static bool usable_addr(const struct ifaddrs *i) {
 static void check_tcp(void) {
   const char *filter = collie_param_str(COLLIE_P_SOCKET_IFNAME);
   if (filter) printf("  tcp    interfaces matching COLLIE_SOCKET_IFNAME='%s':\n", filter);
-  else printf("  tcp    interfaces (COLLIE_SOCKET_IFNAME unset: non-loopback ones, else loopback):\n");
+  else
+    printf("  tcp    interfaces (COLLIE_SOCKET_IFNAME unset: the non-loopback ones, else loopback; a rank\n"
+           "         listens on the one its route to the root uses):\n");
   struct ifaddrs *ifs = NULL;
   if (getifaddrs(&ifs) != 0) {
     printf("           getifaddrs failed: %s\n", strerror(errno));

@@ -240,7 +240,7 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   void *pl = NULL;
   char failure[1100] = "";
   if (comm->rank == 0) {
-    if (my_error) snprintf(failure, sizeof(failure), "rank 0 failed while creating the communicator: %s", my_error);
+    if (my_error) snprintf(failure, sizeof(failure), "rank 0 failed while creating the communicator: %.900s", my_error);
     for (int r = 1; r < comm->nranks && !failure[0]; r++) {
       int rc = recv_frame(c->fds[r], &f, &pl, deadline);
       if (rc != 0)
@@ -252,14 +252,14 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
       pl = NULL;
     }
     fail_t ft = {COLLIE_ERR_REMOTE, 0, ""};
-    snprintf(ft.text, sizeof(ft.text), "%s", failure);
+    snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
     for (int r = 1; r < comm->nranks; r++)
       send_frame(c->fds[r], failure[0] ? COLLIE_CTL_FAIL : COLLIE_CTL_RELEASE, 0, &ft,
                  failure[0] ? (uint32_t)sizeof(ft) : 0, deadline);
   } else {
     if (my_error) {
       fail_t ft = {COLLIE_ERR_REMOTE, comm->rank, ""};
-      snprintf(ft.text, sizeof(ft.text), "rank %d failed while creating the communicator: %s", comm->rank,
+      snprintf(ft.text, sizeof(ft.text), "rank %d failed while creating the communicator: %.900s", comm->rank,
                my_error);
       send_frame(c->root_fd, COLLIE_CTL_FAIL, comm->rank, &ft, sizeof(ft), deadline);
       return COLLIE_ERR_SYSTEM;

@@ -189,7 +189,7 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       }
       uint64_t n = x->nbytes - x->done;
       if (n > st->slot_size) n = st->slot_size;
-      memcpy(slot + 1, x->sbuf + x->done, n);
+      if (n) memcpy(slot + 1, x->sbuf + x->done, n);
       slot->len = n;
       x->done += n;
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);

@@ -69,6 +69,8 @@ static int loop(int victim, int use_allreduce) {
                    collie_get_error_string(again), t_next);
   double t0 = now_s();
   collie_comm_destroy(comm);
+  free(a);
+  free(b);
   if (now_s() - t0 > 5) {
     fprintf(stderr, "rank %d: destroy after the failure took %.1f s\n", rank, now_s() - t0);
     ok = 0;

@@ -13,8 +13,12 @@ add_test(NAME unit_socket_helpers COMMAND test_core_socket)
 add_test(NAME shm_ring_boundaries COMMAND test_core_shm_ring)
 set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers
                      PROPERTIES TIMEOUT 30 LABELS unit ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# The same with a progress thread moving the transfers while the ranks wait.
+add_test(NAME shm_ring_boundaries_progress_thread COMMAND test_core_shm_ring)
 set_tests_properties(shm_ring_boundaries PROPERTIES TIMEOUT 120 LABELS unit
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_CONNECT_TIMEOUT=30;COLLIE_EXEC_TIMEOUT=60")
+set_tests_properties(shm_ring_boundaries_progress_thread PROPERTIES TIMEOUT 120 LABELS unit
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_CONNECT_TIMEOUT=30;COLLIE_EXEC_TIMEOUT=60;COLLIE_PROGRESS_THREAD=1")
 
 add_test(NAME collie_info_cli COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/collie_info_test.sh $<TARGET_FILE:collie-info>)
 set_tests_properties(collie_info_cli PROPERTIES TIMEOUT 30 LABELS unit)

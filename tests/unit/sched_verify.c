@@ -22,7 +22,7 @@ enum { S_WAIT = 0, S_STARTED = 1, S_DONE = 2 };
 
 #define GARBAGE_BASE 0xFFFFFFF0u /* a >= this: garbage; a - base = storage, b = position */
 #define MAX_SCRATCH_ELEMS (1u << 26)
-#define BITSET_MAX_STEPS 16384u
+#define BITSET_MAX_STEPS 4096u
 
 typedef struct {
   uint32_t a, b;

@@ -139,17 +139,20 @@ static void free_vlayout(vlayout_t *v) {
   free(v->rdispls);
 }
 
-/* Seed s also picks the element size and a chunk size: default, a few elements with a
- * hint that is not a multiple of the element, or less than one element. */
-static void seed_params(int s, size_t count, size_t *elem, size_t *chunk) {
+/* Seed s also picks the element size and a chunk size: the default (64 KiB); about a
+ * third of a block with a hint that is not a multiple of the element; or a seventh of a
+ * block, less than one element when blocks are that small. "Block" is the unit the
+ * algorithms pipeline: a 1/n share of the vector for allreduce, count elsewhere. */
+static void seed_params(int s, collie_coll_t coll, int n, size_t count, size_t *elem, size_t *chunk) {
   static const size_t elems[3] = {1, 4, 8};
+  size_t block = coll == COLLIE_COLL_ALLREDUCE ? count / (size_t)n : count;
   *elem = elems[s % 3];
   if (s % 3 == 0)
     *chunk = 0;
   else if (s % 3 == 1)
-    *chunk = count <= 200 ? 2 * *elem + 1 : *elem * (count / 8) + 1;
+    *chunk = (block / 3 ? block / 3 : 1) * *elem + 1;
   else
-    *chunk = count <= 64 ? *elem - 1 : *elem * 37 + 3;
+    *chunk = block / 7 ? block / 7 * *elem : *elem - 1;
 }
 
 static void note_decline(stats_t *st, const sv_case_t *c, const char *pattern) {
@@ -185,7 +188,7 @@ static int run_case(sv_case_t *c, int seeds, const opts_t *o, stats_t *st, const
   for (int s = 0; s < seeds; s++) {
     sv_report_t rep;
     c->seed = (uint64_t)s;
-    seed_params(s, count, &c->elem_size, &c->chunk_bytes);
+    seed_params(s, c->coll, c->nranks, count, &c->elem_size, &c->chunk_bytes);
     sv_status_t r = sv_run(c, &rep);
     if (r == SV_DECLINED) {
       note_decline(st, c, pattern);
@@ -318,7 +321,10 @@ int main(int argc, char **argv) {
     if (o.algo && strcmp(o.algo, a->name)) continue;
     matched++;
     stats_t st;
+    struct timespec a0, a1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a0);
     run_algo(a, ranks, nr, &o, &st);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a1);
     const char *cn = collie_coll_name(a->coll);
     bool all_declined = st.cases > 0 && st.declined == st.cases;
     if (st.failed) {
@@ -334,7 +340,9 @@ int main(int argc, char **argv) {
     } else {
       printf("%s %s: ranks %s OK (%ld cases, %ld declined)\n", cn, a->name, rtext, st.cases, st.declined);
     }
-    if (st.skipped && o.verbose) printf("  %ld cases skipped (too large to model)\n", st.skipped);
+    if (o.verbose)
+      printf("  %.2f s cpu, %ld cases skipped (too large to model)\n",
+             (double)(a1.tv_sec - a0.tv_sec) + (double)(a1.tv_nsec - a0.tv_nsec) / 1e9, st.skipped);
     if (st.declined && !all_declined) {
       printf("  declined: %ld in place, %ld non-power-of-two ranks, %ld count < nranks, %ld root != 0; e.g.",
              st.dec_inplace, st.dec_npow2, st.dec_small, st.dec_root);
