@@ -12,9 +12,10 @@ endforeach()
 add_test(NAME fault_exec_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} exec-timeout)
 add_test(NAME fault_connect_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} connect-timeout)
 add_test(NAME fault_junk_on_bootstrap COMMAND bash ${FAULT_SH} ${FAULT_BIN} junk)
+add_test(NAME fault_slow_destroy COMMAND bash ${FAULT_SH} ${FAULT_BIN} slow-destroy)
 add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
 add_test(NAME fault_abort COMMAND ${FAULT_BIN} abort)
-set_tests_properties(fault_exec_timeout fault_connect_timeout fault_junk_on_bootstrap fault_bad_args fault_abort
+set_tests_properties(fault_exec_timeout fault_connect_timeout fault_slow_destroy fault_junk_on_bootstrap fault_bad_args fault_abort
                      PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 add_test(NAME fault_kill_rank1_allreduce_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 4 1 shm allreduce)
 set_tests_properties(fault_kill_rank1_allreduce_shm PROPERTIES TIMEOUT 90 LABELS fault)

@@ -7,6 +7,7 @@
  *   fault_rank join                     create the communicator, barrier, destroy
  *   fault_rank bad-args                 two threads: every bad argument is refused, comm still works
  *   fault_rank abort                    two threads: abort with an operation pending
+ *   fault_rank slow-destroy             rank 1 destroys late: rank 0's destroy is bounded
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
@@ -110,6 +111,20 @@ static int connect_timeout(void) {
   double dt = now_s() - t0;
   printf("connect: %s after %.1f s: %s\n", collie_get_error_string(r), dt, collie_get_last_error(NULL));
   return r == COLLIE_ERR_TIMEOUT && comm == NULL && dt < 10 && strstr(collie_get_last_error(NULL), "rank 0") ? 0 : 1;
+}
+
+static int slow_destroy(void) {
+  collie_comm_t *comm;
+  collie_result_t r = collie_comm_init_env(&comm);
+  if (r) return fail("init", r, NULL);
+  int rank;
+  collie_comm_rank(comm, &rank);
+  if (rank == 1) sleep(6);
+  double t0 = now_s();
+  r = collie_comm_destroy(comm);
+  double dt = now_s() - t0;
+  printf("rank %d: destroy returned %s after %.1f s\n", rank, collie_get_error_string(r), dt);
+  return dt < 5 ? 0 : 1; /* COLLIE_EXEC_TIMEOUT=2 bounds it */
 }
 
 static int join(void) {
@@ -216,8 +231,9 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout();
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
+  if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return two_threads(bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return two_threads(abort_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce] | exec-timeout | connect-timeout | join | bad-args | abort\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce] | exec-timeout | connect-timeout | join | bad-args | abort | slow-destroy\n");
   return 2;
 }

@@ -3,7 +3,7 @@
 # judged from outside: a killed peer, timeouts, a stranger on the bootstrap port.
 #
 #   fault_test.sh BIN kill NRANKS VICTIM shm|tcp ring|allreduce
-#   fault_test.sh BIN exec-timeout | connect-timeout | junk
+#   fault_test.sh BIN exec-timeout | connect-timeout | junk | slow-destroy
 set -u
 bin=$1
 scenario=$2
@@ -79,6 +79,18 @@ exec-timeout)
   done
   cat "$dir"/*.out
   echo "PASS: exec timeout reported on both ranks"
+  ;;
+slow-destroy)
+  export COLLIE_EXEC_TIMEOUT=2
+  start_rank 0 2 slow-destroy
+  start_rank 1 2 slow-destroy
+  deadline=$(echo "$(date +%s.%N) + 30" | bc)
+  for r in 0 1; do
+    wait_until "${pids[$r]}" "$deadline"
+    [ "$st" = 0 ] || die "rank $r: $st"
+  done
+  cat "$dir"/*.out
+  echo "PASS: destroy is bounded by the exec timeout"
   ;;
 connect-timeout)
   # Nobody listens on the port: rank 1 must give up after COLLIE_CONNECT_TIMEOUT.

@@ -15,6 +15,8 @@ foreach(n 1 2 3 4 8)
   set_tests_properties(p2p_collie_run_tcp_${n} PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
 endforeach()
 add_test(NAME p2p_threads_tcp_4 COMMAND ${P2P} --threads 4)
+add_test(NAME p2p_progress_thread_4 COMMAND ${RUN} -n 4 --timeout 120 ${P2P})
+set_tests_properties(p2p_progress_thread_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_PROGRESS_THREAD=1")
 set_tests_properties(p2p_threads_tcp_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
 
 find_program(OMPI_RUN mpirun.openmpi)
