@@ -63,6 +63,12 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                          "Job identity shared by the ranks of one job (set by collie-run)."},
     [COLLIE_P_ROOT_LISTEN_FD] = {"COLLIE_ROOT_LISTEN_FD", COLLIE_PT_INT, NULL,
                                  "Listening socket inherited by rank 0 from collie-run."},
+    [COLLIE_P_LOCAL_SIZE] = {"COLLIE_LOCAL_SIZE", COLLIE_PT_INT, NULL,
+                             "Number of ranks on this host (set by collie-run)."},
+    [COLLIE_P_REDUCE_ISA] = {"COLLIE_REDUCE_ISA", COLLIE_PT_STRING, "auto",
+                             "Reduction kernels: auto (AVX2 where the CPU has it) or portable."},
+    [COLLIE_P_RUN_GRACE] = {"COLLIE_RUN_GRACE", COLLIE_PT_INT, "30",
+                            "collie-run: seconds the other ranks get to finish after one failed."},
 };
 
 typedef struct {
@@ -77,6 +83,7 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int collie_parse_size(const char *s, int64_t *out) {
   if (!s || !*s) return -1;
+  if (!isdigit((unsigned char)s[0])) return -1; /* no sign: every collie size is a count */
   errno = 0;
   char *end;
   long long v = strtoll(s, &end, 10);
@@ -89,7 +96,7 @@ int collie_parse_size(const char *s, int64_t *out) {
     default: break;
   }
   if (*end == 'B' || *end == 'b') end++;
-  if (*end) return -1;
+  if (*end || v > INT64_MAX / mul) return -1;
   *out = (int64_t)v * mul;
   return 0;
 }
