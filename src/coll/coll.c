@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/sched_cache.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "tune/tune.h"
@@ -22,35 +23,55 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   const collie_algo_t *cands[16];
   bool forced;
   int n = collie_tune_candidates(comm->algo_spec, args->coll, comm->nranks, call->bytes, cands, 16, &forced);
-  collie_sched_t *s = malloc(sizeof(*s));
-  if (!s) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
   const collie_algo_t *chosen = NULL;
+  collie_sched_t *s = NULL;
+  int *users = NULL;
+  bool cached = false;
+  pthread_mutex_lock(&comm->lock);
   for (int i = 0; i < n && !chosen; i++) {
+    s = collie_sched_cache_get(comm, args, cands[i], &users);
+    if (s) {
+      chosen = cands[i];
+      cached = true;
+      break;
+    }
+    s = malloc(sizeof(*s));
+    if (!s) break;
     collie_sched_init(s, comm->nranks, comm->rank, args->elem_size);
     collie_result_t r = cands[i]->build(args, s);
     if (r == COLLIE_SUCCESS && !s->failed) {
       chosen = cands[i];
+      users = collie_sched_cache_put(comm, args, chosen, s);
       break;
     }
     collie_sched_free(s);
+    free(s);
+    s = NULL;
     if (r == COLLIE_ERR_INVALID_ARGUMENT && i == 0 && forced)
       COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: forced algorithm '%s' cannot serve %zu bytes on %d ranks; "
                   "falling back to automatic", collie_coll_name(args->coll), cands[i]->name, call->bytes, comm->nranks);
   }
-  if (!chosen) {
-    free(s);
+  pthread_mutex_unlock(&comm->lock);
+  if (!chosen)
     return collie_error(comm, COLLIE_ERR_INTERNAL, "%s on rank %d: no algorithm could build a schedule for %zu bytes "
                         "on %d ranks", fn, comm->rank, call->bytes, comm->nranks);
-  }
-  COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: %zu bytes on %d ranks -> %s (%s)", collie_coll_name(args->coll),
-              call->bytes, comm->nranks, chosen->name, forced && chosen == cands[0] ? "forced by COLLIE_ALGO" : "cost model");
-  collie_op_t *op = collie_op_create(comm, s, true, call->sendbuf, call->recvbuf, args->coll, call->sig_count,
+  if (!cached)
+    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: %zu bytes on %d ranks -> %s (%s)", collie_coll_name(args->coll),
+                call->bytes, comm->nranks, chosen->name,
+                forced && chosen == cands[0] ? "forced by COLLIE_ALGO" : "cost model");
+  collie_op_t *op = collie_op_create(comm, s, users == NULL, call->sendbuf, call->recvbuf, args->coll, call->sig_count,
                                      call->dt, call->op, call->root);
   if (!op) {
-    collie_sched_free(s);
-    free(s);
+    pthread_mutex_lock(&comm->lock);
+    if (users) (*users)--;
+    else {
+      collie_sched_free(s);
+      free(s);
+    }
+    pthread_mutex_unlock(&comm->lock);
     return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
   }
+  op->sched_users = users;
   op->temp = call->temp;
   if (call->op == COLLIE_AVG && call->avg_count) {
     op->avg_buf = call->avg_buf;

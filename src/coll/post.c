@@ -36,8 +36,8 @@ collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request
   pthread_mutex_lock(&comm->lock);
   collie_result_t res = collie_op_post(comm, op, req);
   if (res == COLLIE_SUCCESS && comm->has_progress_thread) pthread_cond_signal(&comm->progress_cv);
-  pthread_mutex_unlock(&comm->lock);
   if (res) collie_op_discard(op);
+  pthread_mutex_unlock(&comm->lock);
   return res;
 }
 

@@ -6,6 +6,7 @@
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
+#include "coll/sched_cache.h"
 #include "core/log.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
@@ -45,6 +46,7 @@ void collie_comm_free(collie_comm_t *comm) {
   free(comm->algo);
   free(comm->proto);
   free(comm->algo_spec);
+  collie_sched_cache_free(comm);
   pthread_mutex_destroy(&comm->lock);
   pthread_mutex_destroy(&comm->err_lock);
   pthread_cond_destroy(&comm->progress_cv);

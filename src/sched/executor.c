@@ -60,6 +60,7 @@ void collie_op_discard(collie_op_t *op) {
     collie_sched_free(op->sched);
     free(op->sched);
   }
+  if (op->sched_users) (*op->sched_users)--; /* under comm->lock, like the cache itself */
   free(op->scratch);
   free(op->temp);
   free(op);

@@ -24,6 +24,7 @@ typedef struct collie_op {
   int root;
   collie_sched_t *sched;
   bool owns_sched;
+  int *sched_users;        /* a cached schedule: its users counter, released at the end */
   char *bufs[COLLIE_NUM_BUFS];
   char *scratch;
   void *temp;              /* owned by the op: e.g. the copy of an in-place alltoall's input */

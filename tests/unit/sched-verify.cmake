@@ -10,5 +10,7 @@ add_executable(test_sched_verify
   ${COLLIE_ALGO_SOURCES})
 target_include_directories(test_sched_verify PRIVATE
   ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_LIST_DIR})
+find_package(Threads REQUIRED)
+target_link_libraries(test_sched_verify PRIVATE Threads::Threads)
 add_test(NAME sched_verify COMMAND test_sched_verify)
 set_tests_properties(sched_verify PROPERTIES TIMEOUT 300 LABELS "unit")

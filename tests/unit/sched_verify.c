@@ -580,9 +580,26 @@ static void add_acc(const ctx_t *x, const rank_t *R, acc_t *acc, size_t *na, uin
   (*na)++;
 }
 
-static int u64_cmp(const void *pa, const void *pb) {
-  uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
-  return a < b ? -1 : a > b;
+/* Sorts a[0..n) using tmp[0..n): insertion sort when short, else LSD radix by bytes. */
+static void sort_u64(uint64_t *a, size_t n, uint64_t *tmp) {
+  if (n < 48) {
+    for (size_t i = 1; i < n; i++) {
+      uint64_t v = a[i];
+      size_t j = i;
+      for (; j && a[j - 1] > v; j--) a[j] = a[j - 1];
+      a[j] = v;
+    }
+    return;
+  }
+  uint64_t max = 0;
+  for (size_t i = 0; i < n; i++) max |= a[i];
+  for (int shift = 0; shift < 64 && (max >> shift); shift += 8) {
+    size_t cnt[257] = {0};
+    for (size_t i = 0; i < n; i++) cnt[((a[i] >> shift) & 255) + 1]++;
+    for (int d = 0; d < 256; d++) cnt[d + 1] += cnt[d];
+    for (size_t i = 0; i < n; i++) tmp[cnt[(a[i] >> shift) & 255]++] = a[i];
+    memcpy(a, tmp, n * sizeof *a);
+  }
 }
 
 typedef struct {
@@ -615,7 +632,7 @@ static void check_hazards(ctx_t *x, int r) {
   size_t na = 0, npool = 0, cpool = 1024;
   acc_t *acc = malloc(((size_t)s->nsteps * 3 + 1) * sizeof *acc);
   uint32_t *stack = malloc(((size_t)s->nsteps + 1) * sizeof *stack);
-  uint64_t *pts = malloc(((size_t)s->nsteps * 6 + 2) * sizeof *pts);
+  uint64_t *pts = malloc(((size_t)s->nsteps * 12 + 4) * sizeof *pts), *tmp = pts + (size_t)s->nsteps * 6 + 2;
   uint32_t *wr = NULL, *rh = NULL;
   rnode_t *pool = malloc(cpool * sizeof *pool);
   hz_t h = {x, R, r, stack, UINT32_MAX, UINT32_MAX, false};
@@ -650,7 +667,7 @@ static void check_hazards(ctx_t *x, int r) {
         pts[np++] = acc[k].end;
       }
     if (!np) continue;
-    qsort(pts, np, sizeof *pts, u64_cmp);
+    sort_u64(pts, np, tmp);
     size_t u = 0;
     for (size_t k = 0; k < np; k++)
       if (!u || pts[k] != pts[u - 1]) pts[u++] = pts[k];
@@ -720,6 +737,11 @@ static uint64_t rng_next(uint64_t *s) {
 static bool combine(ctx_t *x, int r, uint32_t i, sval_t *dst, const sval_t *a, const sval_t *b, size_t ne) {
   for (size_t k = 0; k < ne; k++) {
     sval_t va = a[k], vb = b[k];
+    if (x->memo_ok && va.b == x->memo_x && vb.b == x->memo_y && va.a == vb.a && va.a < GARBAGE_BASE) {
+      dst[k].a = va.a; /* the common case: neighbours share their rank sets */
+      dst[k].b = x->memo_r;
+      continue;
+    }
     char s1[256], s2[256], d[256];
     if (is_garbage(va) || is_garbage(vb) || va.a != vb.a) {
       val_desc(x, va, s1, sizeof s1);
@@ -1053,8 +1075,11 @@ static bool setup_rank(ctx_t *x, int r) {
   for (int t = 0; t < NUM_ST; t++) {
     R->st[t] = malloc((R->st_size[t] + 1) * sizeof(sval_t));
     if (!R->st[t]) return false;
-    for (size_t p = 0; p < R->st_size[t]; p++) R->st[t][p] = init_val(x, r, t, p);
+    for (size_t p = 0; p < R->st_size[t]; p++) R->st[t][p] = (sval_t){GARBAGE_BASE + (uint32_t)t, (uint32_t)p};
   }
+  sval_t *in = x->c->in_place ? R->st[ST_USER] + R->base_s : R->st[ST_SEND];
+  for (size_t i = 0; i < R->send_elems; i++) in[i] = init_val(x, r, x->c->in_place ? ST_USER : ST_SEND,
+                                                            (x->c->in_place ? R->base_s : 0) + i);
   return true;
 }
 

@@ -1,19 +1,24 @@
 /* Sweeps every registered (collective, algorithm) through the symbolic verifier
- * (sched_verify.h): rank counts 1-64, 127, 128, 1000; counts 0, 1, n-1, n+1, 1000 (the
- * last only up to 64 ranks); irregular counts with zeros and gaps for v-variants; both
- * roots' extremes; in place and out of place; and per case up to three seeds, which also
- * vary the element size (1, 4, 8 bytes) and the chunk size so pipelining and alignment
- * are exercised.
+ * (sched_verify.h): rank counts 1-64, 127, 128, 1000; counts 0, 1, n+1, n-1 (up to 128
+ * ranks) and 1000 (up to 64 ranks); irregular counts with zeros, gaps and reversed block
+ * order for v-variants; roots 0 and n-1; in place and out of place. Seeds vary the
+ * interleaving, the element size (1, 4, 8 bytes) and the chunk size, so pipelining and
+ * alignment are exercised: all three per case up to 16 ranks, one (rotating) beyond.
+ * Cases whose buffers would exceed ELEM_BUDGET elements over all ranks are skipped.
  *
  *   test_sched_verify [--coll NAME] [--algo NAME] [--max-ranks N]
- *                     [--ranks N] [--seeds N] [--verbose]
+ *                     [--ranks N] [--seeds N] [--threads N] [--verbose]
  *
- * Builders may decline a case (COLLIE_ERR_INVALID_ARGUMENT); declined cases are listed,
- * and an algorithm in `expected` below that declines every case fails the sweep. */
+ * Builders may decline a case (COLLIE_ERR_INVALID_ARGUMENT); declined cases are counted
+ * (and listed with --verbose), and an algorithm in `expected` below that declines every
+ * case fails the sweep. The verifier's self-test runs first. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sched_verify.h"
 
@@ -29,7 +34,7 @@ static const char *const expected[] = {
 
 typedef struct {
   const char *coll, *algo;
-  int max_ranks, only_ranks, seeds, verbose;
+  int max_ranks, only_ranks, seeds, verbose, threads;
 } opts_t;
 
 typedef struct {
@@ -38,8 +43,6 @@ typedef struct {
   char dec_examples[4][160];
   int ndec_examples;
 } stats_t;
-
-static int shown_failures;
 
 static bool is_rooted(collie_coll_t c) {
   return c == COLLIE_COLL_BROADCAST || c == COLLIE_COLL_REDUCE || c == COLLIE_COLL_SCATTER ||
@@ -167,25 +170,38 @@ static void note_decline(stats_t *st, const sv_case_t *c, const char *pattern) {
              "nranks=%d count=%zu%s root=%d in_place=%d", n, c->count, pattern, c->root, (int)c->in_place);
 }
 
-static void show_failure(const sv_case_t *c, const sv_report_t *rep) {
-  if (shown_failures++ >= MAX_SHOWN_FAILURES) return;
+/* One registered algorithm's sweep: its output is kept until it is printed in registry
+ * order, so worker threads can sweep algorithms concurrently. */
+typedef struct {
+  const collie_algo_t *algo;
+  stats_t st;
+  char *text; /* failures and declined cases, as printed */
+  size_t text_len;
+  FILE *out;
+  int shown;
+  double cpu_s;
+} job_t;
+
+static void show_failure(job_t *j, const sv_case_t *c, const sv_report_t *rep) {
+  if (j->shown++ >= MAX_SHOWN_FAILURES) return;
   char d[256];
   sv_describe(c, d, sizeof d);
-  printf("FAIL %s\n", d);
+  fprintf(j->out, "FAIL %s\n", d);
   for (int k = 0; k < rep->nfail && k < SV_MAX_FAIL; k++)
-    printf("  rank %d step %ld: %s\n", rep->fail[k].rank, rep->fail[k].step, rep->fail[k].what);
-  if (rep->nfail > SV_MAX_FAIL) printf("  ... %d failures in this case\n", rep->nfail);
+    fprintf(j->out, "  rank %d step %ld: %s\n", rep->fail[k].rank, rep->fail[k].step, rep->fail[k].what);
+  if (rep->nfail > SV_MAX_FAIL) fprintf(j->out, "  ... %d failures in this case\n", rep->nfail);
 }
 
-/* Runs one case with every seed; returns 0 ok, 1 declined, 2 failed, 3 skipped. */
-static int run_case(sv_case_t *c, int seeds, const opts_t *o, stats_t *st, const char *pattern) {
+/* Runs one case with seeds first .. first+nseeds-1; stops at the first decline or failure. */
+static void run_case(job_t *j, sv_case_t *c, int first, int nseeds, const opts_t *o, const char *pattern) {
+  stats_t *st = &j->st;
   if (sv_case_elems(c) > ELEM_BUDGET) {
     st->skipped++;
-    return 3;
+    return;
   }
   st->cases++;
   size_t count = c->count;
-  for (int s = 0; s < seeds; s++) {
+  for (int s = first; s < first + nseeds; s++) {
     sv_report_t rep;
     c->seed = (uint64_t)s;
     seed_params(s, c->coll, c->nranks, count, &c->elem_size, &c->chunk_bytes);
@@ -195,27 +211,28 @@ static int run_case(sv_case_t *c, int seeds, const opts_t *o, stats_t *st, const
       if (o->verbose) {
         char d[256];
         sv_describe(c, d, sizeof d);
-        printf("  declined: %s%s\n", d, pattern);
+        fprintf(j->out, "  declined: %s%s\n", d, pattern);
       }
-      return 1;
+      return;
     }
     if (r == SV_FAIL) {
       st->failed++;
-      show_failure(c, &rep);
-      return 2;
+      show_failure(j, c, &rep);
+      return;
     }
   }
-  return 0;
 }
 
-static void run_algo(const collie_algo_t *a, const int *ranks, int nranks_list, const opts_t *o, stats_t *st) {
-  memset(st, 0, sizeof *st);
+/* Up to 16 ranks every case runs all three seeds; beyond, one seed per case, rotating so
+ * every element size and chunk variant still meets every rank count. */
+static void run_algo(job_t *j, const int *ranks, int nranks_list, const opts_t *o) {
+  const collie_algo_t *a = j->algo;
   for (int ri = 0; ri < nranks_list; ri++) {
     int n = ranks[ri];
-    int seeds = o->seeds ? o->seeds : n <= 64 ? 3 : n <= 128 ? 2 : 1;
     int roots[2] = {0, n - 1}, nroots = is_rooted(a->coll) && n > 1 ? 2 : 1;
-    size_t counts[5] = {0, 1, (size_t)n - 1, (size_t)n + 1, 1000};
-    int ncounts = n <= 64 ? 5 : 4, nvariants = is_v(a->coll) ? NUM_PATTERNS : ncounts;
+    /* 1000 elements only up to 64 ranks; n - 1 too only up to 128 */
+    size_t counts[5] = {0, 1, (size_t)n + 1, (size_t)n - 1, 1000};
+    int ncounts = n <= 64 ? 5 : n <= 128 ? 4 : 3, nvariants = is_v(a->coll) ? NUM_PATTERNS : ncounts;
     if (a->coll == COLLIE_COLL_BARRIER) nvariants = 1;
     for (int v = 0; v < nvariants; v++) {
       size_t count = is_v(a->coll) || a->coll == COLLIE_COLL_BARRIER ? 0 : counts[v];
@@ -249,12 +266,40 @@ static void run_algo(const collie_algo_t *a, const int *ranks, int nranks_list, 
             c.a2a_sdispls = vl.sdispls;
             c.a2a_rdispls = vl.rdispls;
           }
-          run_case(&c, seeds, o, st, pattern);
+          if (o->seeds)
+            run_case(j, &c, 0, o->seeds, o, pattern);
+          else if (n <= 16)
+            run_case(j, &c, 0, 3, o, pattern);
+          else
+            run_case(j, &c, (n + v + ip + k) % 3, 1, o, pattern);
         }
         if (is_v(a->coll)) free_vlayout(&vl);
       }
     }
   }
+}
+
+typedef struct {
+  job_t *jobs;
+  int njobs;
+  atomic_int next;
+  const int *ranks;
+  int nranks;
+  const opts_t *o;
+} pool_t;
+
+static void *worker(void *arg) {
+  pool_t *p = arg;
+  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->njobs;) {
+    job_t *j = &p->jobs[i];
+    struct timespec a0, a1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a0);
+    run_algo(j, p->ranks, p->nranks, p->o);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a1);
+    j->cpu_s = (double)(a1.tv_sec - a0.tv_sec) + (double)(a1.tv_nsec - a0.tv_nsec) / 1e9;
+    fflush(j->out);
+  }
+  return NULL;
 }
 
 static void ranks_text(const int *ranks, int n, char *out, size_t len) {
@@ -271,7 +316,7 @@ static void ranks_text(const int *ranks, int n, char *out, size_t len) {
 }
 
 static void usage(const char *argv0) {
-  fprintf(stderr, "usage: %s [--coll NAME] [--algo NAME] [--max-ranks N] [--ranks N] [--seeds N] [--verbose]\n",
+  fprintf(stderr, "usage: %s [--coll NAME] [--algo NAME] [--max-ranks N] [--ranks N] [--seeds N] [--threads N] [--verbose]\n",
           argv0);
   exit(2);
 }
@@ -293,6 +338,8 @@ int main(int argc, char **argv) {
       o.only_ranks = atoi(argv[++i]);
     else if (!strcmp(a, "--seeds") && more)
       o.seeds = atoi(argv[++i]);
+    else if (!strcmp(a, "--threads") && more)
+      o.threads = atoi(argv[++i]);
     else if (!strcmp(a, "--verbose") || !strcmp(a, "-v"))
       o.verbose = 1;
     else
@@ -315,48 +362,71 @@ int main(int argc, char **argv) {
 
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  int failed = sv_selftest(), matched = 0;
-  for (const collie_algo_t *a = collie_algos; a->name; a++) {
+  int failed = sv_selftest();
+  pool_t pool = {NULL, 0, 0, ranks, nr, &o};
+  pool.jobs = calloc(200, sizeof *pool.jobs);
+  if (!pool.jobs) return 2;
+  for (const collie_algo_t *a = collie_algos; a->name && pool.njobs < 200; a++) {
     if (o.coll && strcmp(o.coll, collie_coll_name(a->coll))) continue;
     if (o.algo && strcmp(o.algo, a->name)) continue;
-    matched++;
-    stats_t st;
-    struct timespec a0, a1;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a0);
-    run_algo(a, ranks, nr, &o, &st);
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a1);
-    const char *cn = collie_coll_name(a->coll);
-    bool all_declined = st.cases > 0 && st.declined == st.cases;
-    if (st.failed) {
-      failed = 1;
-      printf("%s %s: ranks %s FAILED (%ld of %ld cases, %ld declined)\n", cn, a->name, rtext, st.failed, st.cases,
-             st.declined);
-    } else if (all_declined && is_expected(a)) {
-      failed = 1;
-      printf("%s %s: ranks %s FAILED: declined every case (%ld) but is expected to be implemented\n", cn, a->name,
-             rtext, st.cases);
-    } else if (all_declined) {
-      printf("%s %s: ranks %s not implemented (declined all %ld cases)\n", cn, a->name, rtext, st.cases);
-    } else {
-      printf("%s %s: ranks %s OK (%ld cases, %ld declined)\n", cn, a->name, rtext, st.cases, st.declined);
-    }
-    if (o.verbose)
-      printf("  %.2f s cpu, %ld cases skipped (too large to model)\n",
-             (double)(a1.tv_sec - a0.tv_sec) + (double)(a1.tv_nsec - a0.tv_nsec) / 1e9, st.skipped);
-    if (st.declined && !all_declined) {
-      printf("  declined: %ld in place, %ld non-power-of-two ranks, %ld count < nranks, %ld root != 0; e.g.",
-             st.dec_inplace, st.dec_npow2, st.dec_small, st.dec_root);
-      for (int k = 0; k < st.ndec_examples; k++) printf("%s %s", k ? ";" : "", st.dec_examples[k]);
-      printf("\n");
-    }
-    fflush(stdout);
+    job_t *j = &pool.jobs[pool.njobs++];
+    j->algo = a;
+    j->out = open_memstream(&j->text, &j->text_len);
+    if (!j->out) return 2;
   }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (!matched) {
+  if (!pool.njobs) {
     fprintf(stderr, "no registered algorithm matches\n");
     return 2;
   }
-  printf("sched_verify: %s in %.1f s\n", failed ? "FAILED" : "all OK",
-         (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+  /* Sweeps are independent: one worker per core (at most 4). */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int nthreads = o.threads ? o.threads : cores < 1 ? 1 : cores > 4 ? 4 : (int)cores;
+  if (nthreads > pool.njobs) nthreads = pool.njobs;
+  pthread_t th[8];
+  int started = 0;
+  for (int t = 1; t < nthreads && t < 8; t++)
+    if (pthread_create(&th[started], NULL, worker, &pool) == 0) started++;
+  worker(&pool);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+
+  int shown = 0;
+  for (int i = 0; i < pool.njobs; i++) {
+    job_t *j = &pool.jobs[i];
+    const collie_algo_t *a = j->algo;
+    const stats_t *st = &j->st;
+    fclose(j->out);
+    const char *cn = collie_coll_name(a->coll);
+    bool all_declined = st->cases > 0 && st->declined == st->cases;
+    if (st->failed) {
+      failed = 1;
+      printf("%s %s: ranks %s FAILED (%ld of %ld cases, %ld declined)\n", cn, a->name, rtext, st->failed,
+             st->cases, st->declined);
+    } else if (all_declined && is_expected(a)) {
+      failed = 1;
+      printf("%s %s: ranks %s FAILED: declined every case (%ld) but is expected to be implemented\n", cn, a->name,
+             rtext, st->cases);
+    } else if (all_declined) {
+      printf("%s %s: ranks %s not implemented (declined all %ld cases)\n", cn, a->name, rtext, st->cases);
+    } else {
+      printf("%s %s: ranks %s OK (%ld cases, %ld declined)\n", cn, a->name, rtext, st->cases, st->declined);
+    }
+    if (o.verbose) printf("  %.2f s cpu, %ld cases skipped (too large to model)\n", j->cpu_s, st->skipped);
+    if (st->declined && !all_declined) {
+      printf("  declined: %ld in place, %ld non-power-of-two ranks, %ld count < nranks, %ld root != 0; e.g.",
+             st->dec_inplace, st->dec_npow2, st->dec_small, st->dec_root);
+      for (int k = 0; k < st->ndec_examples; k++) printf("%s %s", k ? ";" : "", st->dec_examples[k]);
+      printf("\n");
+    }
+    /* Details: every declined case with --verbose; the first few failures overall. */
+    if (j->text_len && (o.verbose || (st->failed && shown < MAX_SHOWN_FAILURES))) {
+      fputs(j->text, stdout);
+      shown += st->failed;
+    }
+    free(j->text);
+  }
+  free(pool.jobs);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("sched_verify: %s in %.1f s (%d threads)\n", failed ? "FAILED" : "all OK",
+         (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, nthreads);
   return failed;
 }
