@@ -47,7 +47,7 @@ static uint32_t reduce_in_rank_order(collie_sched_t *s, int n, int r, collie_buf
  * rank sends its finished slice to all others. Each element is reduced in exactly one
  * place, so all ranks hold bitwise identical results.
  *
- * Cost: 2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma (alpha terms overlap: 2 rounds). */
+ * Cost: 2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma, in two rounds of latency. */
 COLLIE_ALGO_DECL(collie_mesh_allreduce) {
   if (!tu_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
@@ -225,7 +225,7 @@ static bool a2a_args_ok(const collie_coll_args_t *a, bool v) {
 /* Mesh alltoall (and alltoallv): all p - 1 sends and p - 1 receives posted at once, each
  * block straight from its source to its place.
  *
- * Cost: (p-1) alpha + (p-1)/p n beta (in place: + n for the local copy to scratch). */
+ * Cost: (p-1) alpha + (p-1)/p n beta; in place, plus a local copy of n bytes to scratch. */
 COLLIE_ALGO_DECL(collie_mesh_alltoall) {
   const bool v = args && args->coll == COLLIE_COLL_ALLTOALLV;
   if (!a2a_args_ok(args, v)) return COLLIE_ERR_INVALID_ARGUMENT;

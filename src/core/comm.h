@@ -48,7 +48,8 @@ struct collie_comm {
   struct collie_op *ops, *ops_tail; /* posted, in issue order */
   uint64_t coll_seq;           /* collectives issued so far */
   int64_t last_progress_ns;
-  int spin, yield;
+  int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
+  int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
 
   struct collie_shm_state *shm;
   struct collie_tcp_state *tcp;

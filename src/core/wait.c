@@ -67,10 +67,16 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
   }
 }
 
+/* *idle counts idle rounds; the phases are measured in time (COLLIE_SPIN and COLLIE_YIELD are
+ * microseconds), because what matters is how long a peer usually takes to answer, not how
+ * fast this CPU polls. The clock is read every 64 rounds only. */
 void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
   int n = ++*idle;
-  if (n < comm->spin) cpu_relax();
-  else if (n < comm->spin + comm->yield) sched_yield();
+  if (n == 1) comm->idle_since_ns = collie_now_ns();
+  if (n == 1 || (n & 63) == 0) comm->idle_ns = collie_now_ns() - comm->idle_since_ns;
+  int64_t us = comm->idle_ns / 1000;
+  if (us < comm->spin) cpu_relax();
+  else if (us < (int64_t)comm->spin + comm->yield) sched_yield();
   else sleep_once(comm, done);
 }
 
