@@ -63,6 +63,14 @@ perf_test(bad_value ${PERF_CHECK} --expect-usage -- $<TARGET_FILE:broadcast_perf
 perf_test(planted_error ${PERF_CHECK} --expect-wrong -- $<TARGET_FILE:all_reduce_perf> -p 2 -b 8 -e 1K -f 32)
 set_tests_properties(perf_planted_error PROPERTIES ENVIRONMENT "${PERF_ENV};COLLIE_PERF_PLANT_ERROR=1")
 
+# The scripts: perf-report on real results, quick-verify on 2 ranks, pre-test-check
+# through collie-run (this host only).
+perf_test(report bash ${CMAKE_CURRENT_LIST_DIR}/report_test.sh ${CMAKE_BINARY_DIR}/bin
+          ${PROJECT_SOURCE_DIR}/scripts/perf-report ${COLLIE_PERF_PYTHON})
+perf_test(quick_verify ${PROJECT_SOURCE_DIR}/scripts/quick-verify.sh 2 ${CMAKE_BINARY_DIR})
+perf_test(pre_test_check ${PROJECT_SOURCE_DIR}/scripts/pre-test-check --build ${CMAKE_BINARY_DIR}
+          $<TARGET_FILE:collie-run> -n 2)
+
 # Other launchers, when installed (the foundation's tests require them anyway).
 find_program(COLLIE_PERF_MPICH mpiexec.mpich)
 if(COLLIE_PERF_MPICH)

@@ -147,7 +147,7 @@ static int supervise(pid_t *pids, int n, const sigset_t *set, const char *prog) 
 }
 
 int perf_spawn_local(int nranks, char **argv) {
-  const char *prog = argv[0];
+  const char *prog = program_invocation_short_name;
   char addr[64], job[64];
   int listen_fd = open_rendezvous(addr, sizeof addr);
   if (listen_fd < 0) {

@@ -73,7 +73,13 @@ int perf_main(int argc, char **argv, const perf_coll_t *coll) {
   if (rc >= 0) return rc;
   in.opts = &o;
   apply_env(&o);
-  if (o.local_ranks > 0 && !perf_is_spawned_child()) return perf_spawn_local(o.local_ranks, argv);
+  if (o.local_ranks > 0 && !perf_is_spawned_child()) {
+    if (coll->rooted && o.root != PERF_ROOT_ALL && o.root >= o.local_ranks) {
+      fprintf(stderr, "%s: -r %d, but -p starts only %d ranks\n", in.prog, o.root, o.local_ranks);
+      return PERF_EXIT_USAGE;
+    }
+    return perf_spawn_local(o.local_ranks, argv);
+  }
 
   collie_comm_t *comm = NULL;
   collie_result_t res = perf_comm_init(&comm);
