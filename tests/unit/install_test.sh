@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # install_package: installs the build into a temporary prefix, builds examples/hello.c
 # against the installed package twice (pkg-config, and CMake's find_package(collie)) and
-# runs both under the installed collie-run with 3 ranks.
+# runs both under the installed collie-run with 3 ranks; then builds the foundation's
+# API-only check (tests/proc/p2p_check.c) against it and runs it under collie-run, forced
+# TCP, Open MPI's mpirun and MPICH's mpiexec.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build=${1:?usage: install_test.sh BUILD_DIR SOURCE_DIR}
@@ -112,6 +114,36 @@ else
   cat "$tmp/cmake.log"
   fail "the CMake project using find_package(collie) did not build"
 fi
+
+# 3. The foundation's acceptance program (only API.md: init_env, grouped send/recv,
+#    isend/irecv, barrier, split, destroy), built against the installed package, under
+#    every launcher collie reads on one host.
+step "p2p_check against the installed package"
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+# shellcheck disable=SC2046
+if cc -std=c11 -Wall -Wextra -Werror -pthread "$src/tests/proc/p2p_check.c" $(pkg-config --cflags --libs collie) \
+      -o "$tmp/p2p_check" >"$tmp/cc2.log" 2>&1; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  launch() { # description, command...
+    local what=$1
+    shift
+    step "$what"
+    if ! timeout -s KILL 150 "$@" >"$tmp/launch.out" 2>&1; then
+      cat "$tmp/launch.out"
+      fail "p2p_check failed under: $what"
+    else
+      grep -c "OK$" "$tmp/launch.out" | sed 's/^/ranks OK: /'
+    fi
+  }
+  for n in 1 3 4; do launch "collie-run -n $n" "$prefix/bin/collie-run" -n $n --timeout 120 "$tmp/p2p_check"; done
+  launch "COLLIE_TRANSPORT=tcp collie-run -n 3" env COLLIE_TRANSPORT=tcp "$prefix/bin/collie-run" -n 3 --timeout 120 "$tmp/p2p_check"
+  launch "mpirun --oversubscribe -n 3 (Open MPI)" mpirun.openmpi --oversubscribe -n 3 "$tmp/p2p_check"
+  launch "mpiexec -n 2 (MPICH)" mpiexec.mpich -n 2 "$tmp/p2p_check"
+else
+  cat "$tmp/cc2.log"
+  fail "tests/proc/p2p_check.c did not build against the installed package"
+fi
+unset PKG_CONFIG_PATH
 
 if [ "$fails" -gt 0 ]; then
   echo "install_package: $fails check(s) failed"
