@@ -36,3 +36,8 @@ add_test(NAME big_message_shm COMMAND big_message)
 add_test(NAME big_message_tcp COMMAND big_message)
 set_tests_properties(big_message_shm PROPERTIES TIMEOUT 240 LABELS noasan RUN_SERIAL TRUE ENVIRONMENT "${COLLIE_TEST_ENV}")
 set_tests_properties(big_message_tcp PROPERTIES TIMEOUT 240 LABELS noasan RUN_SERIAL TRUE ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
+
+# Two "hosts" on this machine (COLLIE_HOST_ID per rank pair): shared memory inside a pair,
+# TCP between pairs, in one communicator.
+add_test(NAME p2p_two_hosts_4 COMMAND ${RUN} -n 4 --timeout 120 sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK / 2)) exec ${P2P}")
+set_tests_properties(p2p_two_hosts_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV}")
