@@ -139,6 +139,18 @@ COLLIE_ALGO_DECL(collie_ring_allgather) {
 
 /* ---- reduce_scatter ------------------------------------------------------------------- */
 
+/* Where partial sums of round parity p, chunk j wait to be forwarded (see below). */
+typedef struct {
+  bool in_recv;    /* the receive buffer stages the final round's parity */
+  int last_parity; /* (p - 2) % 2 */
+  uint64_t maxlen, ce, es;
+} stages_t;
+
+static collie_bufref_t stage(const stages_t *g, int p, uint64_t j) {
+  if (g->in_recv && p == g->last_parity) return at(COLLIE_BUF_RECV, j * g->ce, g->es);
+  return at(COLLIE_BUF_SCRATCH, (g->in_recv ? 0 : (uint64_t)p * g->maxlen) + j * g->ce, g->es);
+}
+
 /* Ring reduce_scatter (and reduce_scatterv): round k (0 <= k < p-1) rank r sends the
  * partial sum of block r-k-1 to the right and receives block r-k-2 from the left, folding
  * in its own contribution from the send buffer. Block b travels b+1, b+2, ..., b and is
@@ -177,26 +189,23 @@ COLLIE_ALGO_DECL(collie_ring_reduce_scatter) {
   }
   uint32_t *fwd = prev + maxch + 1;
   for (uint64_t j = 0; j < 3 * (maxch + 1); j++) prev[j] = COLLIE_NO_STEP;
-#define STAGE(p, j)                                                              \
-  (recv_stages && (p) == last_parity ? at(COLLIE_BUF_RECV, (j) * ce, es)         \
-                                     : at(COLLIE_BUF_SCRATCH, ((recv_stages ? 0 : (uint64_t)(p) * b.maxlen) + (j) * ce), es))
+  const stages_t g = {recv_stages, last_parity, b.maxlen, ce, es};
   for (int k = 0; k < n - 1; k++) {
     const int sb = au_mod(r - k - 1, n), rb = au_mod(r - k - 2, n), p = k % 2, pp = (k + 1) % 2;
     for (uint64_t j = 0; j * ce < b.len[sb]; j++) {
-      collie_bufref_t src = k == 0 ? at(COLLIE_BUF_SEND, b.off[sb] + j * ce, es) : STAGE(pp, j);
+      collie_bufref_t src = k == 0 ? at(COLLIE_BUF_SEND, b.off[sb] + j * ce, es) : stage(&g, pp, j);
       uint32_t st = collie_sched_send(s, (r + 1) % n, src, chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
       if (k > 0) fwd[(size_t)pp * maxch + j] = st;
     }
     const bool final = k == n - 2;
     for (uint64_t j = 0; j * ce < b.len[rb]; j++) {
-      collie_bufref_t dst = final ? at(COLLIE_BUF_RECV, j * ce, es) : STAGE(p, j);
+      collie_bufref_t dst = final ? at(COLLIE_BUF_RECV, j * ce, es) : stage(&g, p, j);
       bool staged = !final || recv_stages;
       prev[j] = collie_sched_recv_reduce(s, (r + n - 1) % n, at(COLLIE_BUF_SEND, b.off[rb] + j * ce, es), dst,
                                          chunk_len(b.len[rb], ce, j) * es,
                                          COLLIE_DEP1(staged ? fwd[(size_t)p * maxch + j] : COLLIE_NO_STEP));
     }
   }
-#undef STAGE
   free(prev);
   au_blocks_free(&b);
   return au_finish(s);

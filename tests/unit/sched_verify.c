@@ -37,17 +37,14 @@ typedef struct {
   size_t st_size[NUM_ST];
   uint8_t *state;
   uint32_t *pending, *dfirst, *dlist, *pstep;
-  uint32_t ndone;
+  uint32_t *ready; /* steps whose dependencies are done, not yet started */
+  uint32_t ndone, nready;
   uint64_t *know; /* barrier: ranks known to have started, per step */
   uint64_t *anc;  /* hazard check: ancestors per step (lazy)        */
   uint32_t *stamp;
   uint32_t stamp_gen;
 } rank_t;
 
-typedef struct {
-  int r;
-  uint32_t i;
-} rs_t;
 
 typedef struct {
   const sv_case_t *c;
@@ -56,14 +53,22 @@ typedef struct {
   size_t E;
   bool reduction;
   rank_t *R;
-  uint32_t *arena;
+  uint32_t *arena; /* rank sets: [count, lo0, hi0, lo1, hi1, ...] */
   size_t alen, acap;
-  uint32_t *single;
+  /* Reduction expressions, hash-consed so equal trees (up to operand order) share an id:
+   * leaves are ranks (left = right = NONE), ex_set is each expression's rank set. */
+  uint32_t *ex_l, *ex_r, *ex_set;
+  size_t nex, cex;
+  uint64_t *hkey;
+  uint32_t *hval;
+  size_t hcap, hn;
+  uint32_t *single; /* the leaf expression of each rank */
   uint32_t memo_x, memo_y, memo_r;
   bool memo_ok, arena_failed;
   size_t kw; /* words of a rank bitset */
-  rs_t *ready;
-  size_t nready;
+  int *active; /* ranks with ready steps, and each rank's place in it (-1: none) */
+  int *active_pos;
+  int nactive;
   uint64_t rng;
 } ctx_t;
 
@@ -133,7 +138,7 @@ static void val_desc(const ctx_t *x, sval_t v, char *out, size_t len) {
     return;
   }
   size_t p = 0;
-  const uint32_t *s = &x->arena[v.b];
+  const uint32_t *s = &x->arena[x->ex_set[v.b]];
   p += (size_t)snprintf(out + p, len - p, "{");
   for (uint32_t k = 0; k < s[0] && p + 24 < len; k++) {
     uint32_t lo = s[1 + 2 * k], hi = s[2 + 2 * k];
@@ -168,7 +173,6 @@ static bool arena_reserve(ctx_t *x, size_t extra) {
 /* Union of two disjoint rank sets; *dup = a rank present in both (or -1). */
 static uint32_t set_union(ctx_t *x, uint32_t A, uint32_t B, long *dup) {
   *dup = -1;
-  if (x->memo_ok && x->memo_x == A && x->memo_y == B) return x->memo_r;
   uint32_t na = x->arena[A], nb = x->arena[B];
   if (!arena_reserve(x, 1 + 2 * (size_t)(na + nb))) {
     x->arena_failed = true;
@@ -201,16 +205,114 @@ static uint32_t set_union(ctx_t *x, uint32_t A, uint32_t B, long *dup) {
   }
   x->arena[id] = no;
   x->alen += 1 + 2 * (size_t)no;
-  if (*dup < 0) {
-    x->memo_ok = true;
-    x->memo_x = A;
-    x->memo_y = B;
-    x->memo_r = id;
-  }
   return id;
 }
 
-static bool set_is_full(const ctx_t *x, uint32_t id) {
+/* ------------------------------------------------------------------ expressions */
+
+#define NO_EXPR UINT32_MAX
+
+static uint32_t expr_new(ctx_t *x, uint32_t l, uint32_t r, uint32_t set) {
+  if (x->nex == x->cex) {
+    size_t nc = x->cex ? 2 * x->cex : 1024;
+    uint32_t *a = realloc(x->ex_l, nc * sizeof *a), *b = a ? realloc(x->ex_r, nc * sizeof *b) : NULL;
+    if (a) x->ex_l = a;
+    if (b) x->ex_r = b;
+    uint32_t *c = b ? realloc(x->ex_set, nc * sizeof *c) : NULL;
+    if (!c || nc > UINT32_MAX / 2) {
+      x->arena_failed = true;
+      return NO_EXPR;
+    }
+    x->ex_set = c;
+    x->cex = nc;
+  }
+  x->ex_l[x->nex] = l;
+  x->ex_r[x->nex] = r;
+  x->ex_set[x->nex] = set;
+  return (uint32_t)x->nex++;
+}
+
+static uint64_t hash64(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return k;
+}
+
+/* Slot of key in the hash table (empty slots hold UINT64_MAX). */
+static size_t hslot(const ctx_t *x, uint64_t key) {
+  size_t m = x->hcap - 1, i = (size_t)hash64(key) & m;
+  while (x->hkey[i] != UINT64_MAX && x->hkey[i] != key) i = (i + 1) & m;
+  return i;
+}
+
+static bool hgrow(ctx_t *x) {
+  size_t oc = x->hcap, nc = oc ? 2 * oc : 4096;
+  uint64_t *ok = x->hkey, *nk = malloc(nc * sizeof *nk);
+  uint32_t *ov = x->hval, *nv = malloc(nc * sizeof *nv);
+  if (!nk || !nv) {
+    free(nk);
+    free(nv);
+    return false;
+  }
+  memset(nk, 0xff, nc * sizeof *nk);
+  x->hkey = nk, x->hval = nv, x->hcap = nc;
+  for (size_t i = 0; i < oc; i++)
+    if (ok[i] != UINT64_MAX) {
+      size_t j = hslot(x, ok[i]);
+      nk[j] = ok[i];
+      nv[j] = ov[i];
+    }
+  free(ok);
+  free(ov);
+  return true;
+}
+
+/* The expression A op B (the same id as B op A); *dup: a rank in both, or -1. */
+static uint32_t expr_combine(ctx_t *x, uint32_t A, uint32_t B, long *dup) {
+  *dup = -1;
+  if (x->memo_ok && x->memo_x == A && x->memo_y == B) return x->memo_r;
+  uint32_t lo = A < B ? A : B, hi = A ^ B ^ lo;
+  uint64_t key = (uint64_t)lo << 32 | hi;
+  if (2 * (x->hn + 1) > x->hcap && !hgrow(x)) {
+    x->arena_failed = true;
+    return NO_EXPR;
+  }
+  size_t i = hslot(x, key);
+  uint32_t id;
+  if (x->hkey[i] == key) {
+    id = x->hval[i];
+  } else {
+    uint32_t set = set_union(x, x->ex_set[A], x->ex_set[B], dup);
+    if (x->arena_failed || *dup >= 0) return NO_EXPR;
+    id = expr_new(x, lo, hi, set);
+    if (id == NO_EXPR) return NO_EXPR;
+    x->hkey[i] = key;
+    x->hval[i] = id;
+    x->hn++;
+  }
+  x->memo_ok = true;
+  x->memo_x = A;
+  x->memo_y = B;
+  x->memo_r = id;
+  return id;
+}
+
+/* "((0+1)+(2+3))", shortened with "..." when long. */
+static size_t expr_desc(const ctx_t *x, uint32_t e, char *out, size_t len) {
+  if (len < 8) return 0;
+  if (x->ex_l[e] == NO_EXPR) return (size_t)snprintf(out, len, "%u", x->arena[x->ex_set[e] + 1]);
+  size_t p = (size_t)snprintf(out, len, "(");
+  p += expr_desc(x, x->ex_l[e], out + p, len - p);
+  if (p + 8 >= len) return p + (size_t)snprintf(out + p, len - p, "...");
+  p += (size_t)snprintf(out + p, len - p, "+");
+  p += expr_desc(x, x->ex_r[e], out + p, len - p);
+  if (p + 2 >= len) return p;
+  return p + (size_t)snprintf(out + p, len - p, ")");
+}
+
+static bool set_is_full(const ctx_t *x, uint32_t e) {
+  uint32_t id = x->ex_set[e];
   return x->arena[id] == 1 && x->arena[id + 1] == 0 && x->arena[id + 2] == (uint32_t)x->n;
 }
 
@@ -702,7 +804,8 @@ static void check_hazards(ctx_t *x, int r) {
           pool[npool].next = rh[g];
           rh[g] = (uint32_t)npool++;
         } else {
-          for (uint32_t q = rh[g]; q != UINT32_MAX && !h.found; q = pool[q].next) hazard_pair(&h, pool[q].step, a->step);
+          for (uint32_t q = rh[g]; q != UINT32_MAX && !h.found; q = pool[q].next)
+            hazard_pair(&h, pool[q].step, a->step);
           wr[g] = a->step;
           rh[g] = UINT32_MAX;
         }
@@ -752,7 +855,7 @@ static bool combine(ctx_t *x, int r, uint32_t i, sval_t *dst, const sval_t *a, c
       return false;
     }
     long dup;
-    uint32_t u = set_union(x, va.b, vb.b, &dup);
+    uint32_t u = expr_combine(x, va.b, vb.b, &dup);
     if (x->arena_failed) {
       failf(x, r, i, "verifier out of memory (rank sets)");
       return false;
@@ -772,9 +875,27 @@ static bool combine(ctx_t *x, int r, uint32_t i, sval_t *dst, const sval_t *a, c
 }
 
 static void push_ready(ctx_t *x, int r, uint32_t i) {
-  x->ready[x->nready].r = r;
-  x->ready[x->nready].i = i;
-  x->nready++;
+  rank_t *R = &x->R[r];
+  R->ready[R->nready++] = i;
+  if (x->active_pos[r] < 0) {
+    x->active_pos[r] = x->nactive;
+    x->active[x->nactive++] = r;
+  }
+}
+
+static uint32_t pop_ready(ctx_t *x, int r, uint64_t rnd) {
+  rank_t *R = &x->R[r];
+  uint32_t win = R->nready < 16 ? R->nready : 16;
+  uint32_t k = R->nready - 1 - (uint32_t)(rnd % win);
+  uint32_t i = R->ready[k];
+  R->ready[k] = R->ready[--R->nready];
+  if (!R->nready) { /* leaves the active list */
+    int p = x->active_pos[r], last = x->active[--x->nactive];
+    x->active[p] = last;
+    x->active_pos[last] = p;
+    x->active_pos[r] = -1;
+  }
+  return i;
 }
 
 static void complete(ctx_t *x, int r, uint32_t i, int from_rank, uint32_t from_step) {
@@ -869,22 +990,28 @@ static void report_deadlock(ctx_t *x) {
 }
 
 static bool simulate(ctx_t *x) {
-  uint64_t total = 0;
-  for (int r = 0; r < x->n; r++) total += x->R[r].s.nsteps;
-  x->ready = malloc((total + 1) * sizeof *x->ready);
-  if (!x->ready) {
+  x->active = malloc((size_t)x->n * sizeof *x->active);
+  x->active_pos = malloc((size_t)x->n * sizeof *x->active_pos);
+  if (!x->active || !x->active_pos) {
     failf(x, -1, -1, "verifier out of memory");
     return false;
   }
-  x->nready = 0;
+  x->nactive = 0;
+  for (int r = 0; r < x->n; r++) x->active_pos[r] = -1;
   for (int r = 0; r < x->n; r++)
     for (uint32_t i = 0; i < x->R[r].s.nsteps; i++)
       if (x->R[r].pending[i] == 0) push_ready(x, r, i);
-  while (x->nready) {
-    size_t k = (size_t)(rng_next(&x->rng) % x->nready);
-    rs_t it = x->ready[k];
-    x->ready[k] = x->ready[--x->nready];
-    if (!start(x, it.r, it.i)) return false;
+  /* Pseudo-random order that stays on one rank for a while (its data stays in cache) and
+   * picks among its most recently enabled steps; one time in 256 it jumps to a random rank.
+   * Completion under rendezvous does not depend on the order, and results can depend on
+   * it only through hazards, which check_hazards finds statically: the random order is a
+   * second line of defence. */
+  int cur = -1;
+  while (x->nactive) {
+    uint64_t rnd = rng_next(&x->rng);
+    if (cur < 0 || !x->R[cur].nready || (rnd & 255) == 0) cur = x->active[(rnd >> 8) % (uint64_t)x->nactive];
+    uint32_t i = pop_ready(x, cur, rnd >> 32);
+    if (!start(x, cur, i)) return false;
   }
   for (int r = 0; r < x->n; r++)
     if (x->R[r].ndone != x->R[r].s.nsteps) {
@@ -912,6 +1039,19 @@ static bool expect(ctx_t *x, int r, size_t i, sval_t want, bool full) {
   else
     val_desc(x, want, w, sizeof w);
   failf(x, r, -1, "result: rank %d recv element %zu is %s, expected %s", r, i, g, w);
+  return false;
+}
+
+/* Allreduce results must be bitwise identical on every rank: the same reduction tree
+ * (operand order aside, our operations being commutative) as rank 0's. */
+static bool same_as_rank0(ctx_t *x, int r, size_t i) {
+  uint32_t e0 = recv_val(x, 0, i).b, e = recv_val(x, r, i).b;
+  if (e == e0) return true;
+  char a[400], b[400];
+  expr_desc(x, e, a, sizeof a);
+  expr_desc(x, e0, b, sizeof b);
+  failf(x, r, -1, "result: rank %d recv element %zu is reduced as %s but rank 0's as %s: results would not be "
+        "bitwise identical", r, i, a, b);
   return false;
 }
 
@@ -968,6 +1108,7 @@ static void check_results(ctx_t *x) {
     switch (c->coll) {
       case COLLIE_COLL_ALLREDUCE:
         for (size_t i = 0; ok && i < cnt; i++) ok = expect_red(x, r, i, i);
+        for (size_t i = 0; ok && r > 0 && i < cnt; i++) ok = same_as_rank0(x, r, i);
         break;
       case COLLIE_COLL_REDUCE:
         for (size_t i = 0; ok && r == c->root && i < cnt; i++) ok = expect_red(x, r, i, i);
@@ -1043,7 +1184,8 @@ static bool setup_rank(ctx_t *x, int r) {
   R->dfirst = calloc(n + 2, sizeof(uint32_t));
   R->dlist = malloc(((size_t)s->ndeps + 1) * sizeof(uint32_t));
   R->pstep = malloc((n + 1) * sizeof(uint32_t));
-  if (!R->state || !R->pending || !R->dfirst || !R->dlist || !R->pstep) return false;
+  R->ready = malloc((n + 1) * sizeof(uint32_t));
+  if (!R->state || !R->pending || !R->dfirst || !R->dlist || !R->pstep || !R->ready) return false;
   for (uint32_t i = 0; i < n; i++) {
     R->pending[i] = s->steps[i].ndeps;
     for (uint32_t k = 0; k < s->steps[i].ndeps; k++) R->dfirst[s->deps[s->steps[i].dep_first + k] + 1]++;
@@ -1090,6 +1232,7 @@ static void free_rank(rank_t *R) {
   free(R->dfirst);
   free(R->dlist);
   free(R->pstep);
+  free(R->ready);
   free(R->know);
   free(R->anc);
   free(R->stamp);
@@ -1180,10 +1323,14 @@ sv_status_t sv_run(const sv_case_t *c, sv_report_t *rep) {
     goto out;
   }
   for (int r = 0; r < x.n; r++) {
-    x.single[r] = (uint32_t)x.alen;
+    x.single[r] = expr_new(&x, NO_EXPR, NO_EXPR, (uint32_t)x.alen);
     x.arena[x.alen++] = 1;
     x.arena[x.alen++] = (uint32_t)r;
     x.arena[x.alen++] = (uint32_t)r + 1;
+  }
+  if (x.arena_failed) {
+    failf(&x, -1, -1, "verifier out of memory");
+    goto out;
   }
   status = build_all(&x);
   if (status != SV_OK) goto out;
@@ -1218,6 +1365,12 @@ out:
   free(x.R);
   free(x.single);
   free(x.arena);
-  free(x.ready);
+  free(x.ex_l);
+  free(x.ex_r);
+  free(x.ex_set);
+  free(x.hkey);
+  free(x.hval);
+  free(x.active);
+  free(x.active_pos);
   return rep->nfail ? SV_FAIL : status;
 }

@@ -2,7 +2,8 @@
  * with an algorithm's builder and runs them together without processes or real data.
  *
  * Each element of every rank's send, receive and scratch buffer holds a symbolic value:
- * for reductions, the set of ranks whose contributions it sums plus the element index they
+ * for reductions, the expression tree of the contributions it sums (hash-consed, equal up
+ * to operand order; its leaves' rank set kept as intervals) plus the element index they
  * came from; for data movement, the (origin rank, origin index) it is a copy of; otherwise
  * "garbage". Messages are matched in FIFO order per (sender, receiver) pair, a SEND completes
  * only when its receive has started (rendezvous, stricter than any buffering), and ready
@@ -14,8 +15,10 @@
  *     overlapping bytes, one of them writing (in place, send and receive alias exactly);
  *   - double counted or mismatched contributions in reductions, reductions of garbage;
  *   - deadlocks, with every rank's blocked step;
- *   - results that differ from the collective's definition (algo.h), gaps of v-variants
- *     overwritten, and for barriers a rank that can finish before every rank has started. */
+ *   - results that differ from the collective's definition (algo.h), allreduce results
+ *     not reduced in the same order on every rank (they would not be bitwise identical),
+ *     gaps of v-variants overwritten, and for barriers a rank that can finish before
+ *     every rank has started (happens-before over messages). */
 #ifndef COLLIE_SCHED_VERIFY_H
 #define COLLIE_SCHED_VERIFY_H
 

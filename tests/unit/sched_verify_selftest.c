@@ -67,6 +67,25 @@ static collie_result_t exchange_allreduce(const collie_coll_args_t *a, collie_sc
   return COLLIE_SUCCESS;
 }
 
+/* Allreduce where every rank gathers all inputs and sums them starting with its own:
+ * complete everywhere, but in a different order on each rank. */
+static collie_result_t own_order_allreduce(const collie_coll_args_t *a, collie_sched_t *s) {
+  uint64_t len = a->count * a->elem_size;
+  int n = a->nranks, r = a->rank;
+  collie_bufref_t in = a->in_place ? R(RECV, 0) : R(SEND, 0);
+  s->scratch_bytes = len * (uint64_t)n;
+  uint32_t first = COLLIE_NO_STEP, last;
+  for (int k = 1; k < n; k++) first = collie_sched_send(s, (r + k) % n, in, len, COLLIE_DEP1(first));
+  last = collie_sched_copy(s, in, R(SCRATCH, 0), len, COLLIE_NODEPS);
+  for (int k = 1; k < n; k++) {
+    uint32_t rcv = collie_sched_recv(s, (r + n - k) % n, R(SCRATCH, len * (uint64_t)k), len, COLLIE_NODEPS);
+    last = collie_sched_reduce(s, R(SCRATCH, 0), R(SCRATCH, len * (uint64_t)k), R(SCRATCH, 0), len,
+                               COLLIE_DEP2(last, rcv));
+  }
+  collie_sched_copy(s, R(SCRATCH, 0), R(RECV, 0), len, COLLIE_DEP2(last, first));
+  return COLLIE_SUCCESS;
+}
+
 /* Barrier where rank 0 only sends: it can finish before the others start. */
 static collie_result_t bad_barrier(const collie_coll_args_t *a, collie_sched_t *s) {
   for (int p = 1; p < a->nranks; p++)
@@ -117,6 +136,7 @@ int sv_selftest(void) {
       {8, COLLIE_COLL_ALLREDUCE, exchange_allreduce, false, 1, "expected all 2 ranks"},
       {9, COLLIE_COLL_ALLREDUCE, exchange_allreduce, false, 1, "sends 1 messages"},
       {10, COLLIE_COLL_ALLREDUCE, exchange_allreduce, false, 1, "disagree"},
+      {0, COLLIE_COLL_ALLREDUCE, own_order_allreduce, false, 1, "bitwise identical"},
       {0, COLLIE_COLL_BARRIER, bad_barrier, false, 1, "before rank"},
       {0, COLLIE_COLL_ALLGATHERV, gap_allgatherv, false, 1, "between blocks"},
   };
@@ -127,7 +147,7 @@ int sv_selftest(void) {
     c.coll = t[k].coll;
     c.algo_name = "selftest";
     c.build = t[k].fn;
-    c.nranks = t[k].coll == COLLIE_COLL_BARRIER ? 5 : 2;
+    c.nranks = t[k].coll == COLLIE_COLL_BARRIER ? 5 : t[k].fn == own_order_allreduce ? 3 : 2;
     c.count = 6;
     c.in_place = t[k].in_place;
     c.elem_size = t[k].elem;
