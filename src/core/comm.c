@@ -59,7 +59,8 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
   }
   pthread_mutex_unlock(&comm->err_lock);
   if (!first) return;
-  if (res != COLLIE_ERR_ABORTED) COLLIE_WARN(COLLIE_SUB_INIT, comm->rank, "%s", msg);
+  int sub = res == COLLIE_ERR_REMOTE ? COLLIE_SUB_TRANSPORT : res == COLLIE_ERR_SYSTEM ? COLLIE_SUB_INIT : COLLIE_SUB_COLL;
+  if (res != COLLIE_ERR_ABORTED) COLLIE_WARN(sub, comm->rank, "%s", msg);
   if (!from_remote && res != COLLIE_ERR_ABORTED) collie_ctl_send_fail(comm, res, msg);
   collie_comm_wake(comm);
 }

@@ -1,0 +1,106 @@
+# The multi-process correctness matrix of every collective (coll_check.c): launchers,
+# transports, rank counts, every forced algorithm, nonblocking, mismatch detection.
+# `ctest -L coll` runs them all.
+add_executable(coll_check ${CMAKE_CURRENT_LIST_DIR}/coll_check.c ${CMAKE_CURRENT_LIST_DIR}/coll_ref.c)
+target_link_libraries(coll_check PRIVATE collie_static m Threads::Threads)
+# The reference computation is most of the checker's own work: optimise it even in Debug
+# (sanitizer) builds, where it would otherwise dominate the big-count tests.
+target_compile_options(coll_check PRIVATE -O2)
+
+set(COLL_CHECK $<TARGET_FILE:coll_check>)
+set(COLL_RUN $<TARGET_FILE:collie-run>)
+set(COLL_ENV "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=60;COLLIE_CONNECT_TIMEOUT=30")
+
+# add_coll_test(NAME TIMEOUT ENV COMMAND...): ENV is appended to COLL_ENV ("" for none).
+function(add_coll_test name timeout extra_env)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set(env "${COLL_ENV}")
+  if(extra_env)
+    set(env "${env};${extra_env}")
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${timeout} LABELS coll ENVIRONMENT "${env}")
+endfunction()
+
+# Shared memory (the default between local ranks): every datatype, op, collective.
+foreach(n 1 2 3 4 5 8)
+  add_coll_test(coll_shm_${n} 300 "" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK})
+endforeach()
+# The large count (65536+13: several pipelined chunks and shared-memory slots), a few datatypes.
+add_coll_test(coll_shm_big_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
+# Tiny chunks and shared-memory slots: every message is cut into many pieces.
+add_coll_test(coll_shm_small_slots_4 300 "COLLIE_CHUNK_SIZE=1024;COLLIE_SHM_SLOT_SIZE=4K;COLLIE_SHM_NSLOTS=2"
+              ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK})
+
+# TCP between local ranks.
+foreach(n 2 3 5)
+  add_coll_test(coll_tcp_${n} 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK})
+endforeach()
+# Large messages striped over several sockets.
+add_coll_test(coll_tcp_big_striped_3 300 "COLLIE_TRANSPORT=tcp;COLLIE_TCP_NSOCKS=3;COLLIE_TCP_STRIPE_MIN=4K"
+              ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
+
+# Ranks as threads of one process (collie_comm_init_all), over shared memory and TCP.
+add_coll_test(coll_threads_4 300 "" ${COLL_CHECK} --threads 4)
+add_coll_test(coll_threads_tcp_3 300 "COLLIE_TRANSPORT=tcp" ${COLL_CHECK} --threads 3 --dtypes quick)
+
+# Open MPI and MPICH as launchers.
+find_program(COLL_OMPI_RUN mpirun.openmpi)
+if(COLL_OMPI_RUN)
+  add_coll_test(coll_openmpi_3 300 "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+                ${COLL_OMPI_RUN} --oversubscribe -n 3 ${COLL_CHECK})
+endif()
+find_program(COLL_MPICH_RUN mpiexec.mpich)
+if(COLL_MPICH_RUN)
+  add_coll_test(coll_mpich_2 300 "" ${COLL_MPICH_RUN} -n 2 ${COLL_CHECK} --dtypes quick)
+endif()
+
+# Shared memory and TCP mixed in one communicator: two "hosts" (COLLIE_HOST_ID) with
+# interleaved ranks, so that every algorithm crosses both transports.
+add_coll_test(coll_mixed_hosts_5 300 "" ${COLL_RUN} -n 5 --timeout 280
+              sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK % 2)) exec \"$0\" \"$@\"" ${COLL_CHECK})
+
+# The portable reduction kernels (the default uses AVX2 where the CPU has it).
+add_coll_test(coll_portable_kernels_3 300 "COLLIE_REDUCE_ISA=portable" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK})
+
+# The background progress thread.
+add_coll_test(coll_progress_thread_3 300 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK})
+
+# Every algorithm forced on 5 ranks (not a power of two), for the collectives that have it;
+# the others stay automatic. Small chunks so that moderate counts are pipelined too.
+set(COLL_ALGOS ring tree mesh rd hd bruck binomial chain scatter_allgather rs_gather pairwise linear dissemination)
+set(COLL_OF_ring allreduce,allgather,allgatherv,reduce_scatter,reduce_scatterv)
+set(COLL_OF_tree allreduce)
+set(COLL_OF_mesh allreduce,allgather,allgatherv,reduce_scatter,reduce_scatterv,alltoall,alltoallv)
+set(COLL_OF_rd allreduce,allgather,allgatherv)
+set(COLL_OF_hd allreduce,reduce_scatter,reduce_scatterv)
+set(COLL_OF_bruck allgather,allgatherv,alltoall,alltoallv)
+set(COLL_OF_binomial broadcast,reduce,scatter,gather)
+set(COLL_OF_chain broadcast,reduce)
+set(COLL_OF_scatter_allgather broadcast)
+set(COLL_OF_rs_gather reduce)
+set(COLL_OF_pairwise alltoall,alltoallv)
+set(COLL_OF_linear scatter,gather)
+set(COLL_OF_dissemination barrier)
+foreach(a ${COLL_ALGOS})
+  add_coll_test(coll_algo_${a}_5 300 "COLLIE_ALGO=${a};COLLIE_CHUNK_SIZE=1024"
+                ${COLL_RUN} -n 5 --timeout 280 ${COLL_CHECK} --dtypes quick --coll ${COLL_OF_${a}},nonblocking)
+endforeach()
+# The power-of-two paths of the logarithmic algorithms.
+foreach(a rd hd bruck binomial dissemination)
+  add_coll_test(coll_algo_${a}_4 300 "COLLIE_ALGO=${a};COLLIE_CHUNK_SIZE=1024"
+                ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --coll ${COLL_OF_${a}},nonblocking)
+endforeach()
+# A per-collective specification, in the documented ';'-separated form.
+add_test(NAME coll_algo_mixed_4 COMMAND ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick
+         --coll allreduce,allgather,broadcast,alltoall,nonblocking)
+set_tests_properties(coll_algo_mixed_4 PROPERTIES TIMEOUT 300 LABELS coll ENVIRONMENT
+                     "${COLL_ENV};COLLIE_ALGO=allreduce:tree\\;allgather:bruck\\;broadcast:chain\\;alltoall:bruck;COLLIE_CHUNK_SIZE=1024")
+
+# Mismatched arguments: every rank gets COLLIE_ERR_MISMATCH, nobody hangs.
+add_test(NAME coll_mismatch_4 COMMAND ${COLL_RUN} -n 4 --timeout 100 ${COLL_CHECK} --mismatch)
+set_tests_properties(coll_mismatch_4 PROPERTIES TIMEOUT 120 LABELS coll
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30")
+# The same with the ranks as threads of one process.
+add_test(NAME coll_mismatch_threads_4 COMMAND ${COLL_CHECK} --threads 4 --mismatch)
+set_tests_properties(coll_mismatch_threads_4 PROPERTIES TIMEOUT 120 LABELS coll
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30")

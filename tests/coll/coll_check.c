@@ -1,0 +1,1268 @@
+/* coll_check: the multi-process correctness matrix of every collective, written only
+ * against collie.h (API.md).
+ *
+ *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
+ *              [--mismatch] [--seed S] [-v]
+ *
+ * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
+ * mpirun, mpiexec, srun, torchrun-style variables); with it, N ranks run as threads of this
+ * process (collie_comm_init_all).
+ *
+ * Sections (--coll): allreduce broadcast reduce allgather allgatherv reduce_scatter
+ * reduce_scatterv alltoall alltoallv scatter gather barrier p2p nonblocking determinism
+ * (default: all of them).
+ *
+ * The matrix runs every selected collective over every datatype, every op (reductions),
+ * counts {0, 1, 7, n-1, n+1, 1003} (+ 65549 with --big), roots {0, n-1} (rooted ones), in
+ * place and out of place, with send/receive pointers offset from 64-byte alignment by whole
+ * elements and by odd bytes. Every buffer carries guard bytes before and after and starts
+ * filled with a position-dependent pattern, so that the check covers: every result element
+ * (bit for bit against a reference computed locally from inputs that make sums and products
+ * exact in any order, see coll_ref.c), send buffers left unchanged, gaps between v-variant
+ * blocks left unchanged, buffers a rank should not touch (non-root receive buffers) left
+ * unchanged, and no write before or after any buffer. Allreduce results are also compared
+ * across ranks (hash allgathered per datatype).
+ *
+ * Also: point-to-point sanity (grouped ring, isend/irecv waited in reverse, all pairs with
+ * self, two messages in flight to one peer), barrier (a late rank holds the others back),
+ * nonblocking (every i-collective in flight at once, waited in reverse order, then polled
+ * with collie_test, then collie_comm_synchronize), determinism (order-sensitive random
+ * floats: identical bits on every rank and on every repetition).
+ *
+ * --mismatch: rank 0 calls allreduce with count 1000, the others with 1024; every rank must
+ * get COLLIE_ERR_MISMATCH naming allreduce (and, where the rank saw the counts, both
+ * counts); then a datatype mismatch on a second communicator; then a third, healthy
+ * communicator must still work.
+ *
+ * Output: "coll_check: rank R: N cases OK", or the first mismatches with their full context
+ * and a failure summary; the exit status is non-zero on any failure. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll_ref.h"
+#include "collie.h"
+
+enum {
+  K_ALLREDUCE, K_BROADCAST, K_REDUCE, K_ALLGATHER, K_ALLGATHERV, K_REDUCE_SCATTER, K_REDUCE_SCATTERV,
+  K_ALLTOALL, K_ALLTOALLV, K_SCATTER, K_GATHER, K_BARRIER, K_P2P, K_NONBLOCKING, K_DETERMINISM, K_NUM
+};
+static const char *kind_names[K_NUM] = {"allreduce", "broadcast", "reduce", "allgather", "allgatherv",
+                                        "reduce_scatter", "reduce_scatterv", "alltoall", "alltoallv", "scatter",
+                                        "gather", "barrier", "p2p", "nonblocking", "determinism"};
+
+static struct {
+  int threads;
+  unsigned kinds; /* bit per K_* */
+  int all_dtypes;
+  int big;
+  int mismatch;
+  uint64_t seed;
+  int verbose;
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 1, 0};
+
+static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
+                                               COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
+                                               COLLIE_FLOAT32, COLLIE_FLOAT64};
+/* One of each width, both half formats, an integer and a float of 4 and 8 bytes. */
+static const collie_datatype_t quick_dtypes[] = {COLLIE_UINT8, COLLIE_INT32, COLLIE_FLOAT16, COLLIE_BFLOAT16,
+                                                 COLLIE_FLOAT64};
+
+#define GUARD 64
+#define MAX_PRINTED 8
+#define BIG_COUNT (65536 + 13)
+
+/* ---- per-rank state ---------------------------------------------------------------- */
+
+typedef struct {
+  collie_comm_t *comm;
+  int rank, n;
+  long cases, failed;
+  int printed;
+  int fatal;       /* an API call failed unexpectedly: stop issuing collectives */
+  uint64_t next_id; /* case ids: the same sequence on every rank */
+  int64_t *vals;   /* n inputs of one element */
+} ctx_t;
+
+static void say(const ctx_t *x, const char *fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "coll_check: rank %d: %s\n", x->rank, buf);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- buffers with guards and expectations ------------------------------------------ */
+
+typedef struct {
+  unsigned char *base, *exp, *care;
+  size_t off, len, total;
+  const char *name;
+  int used;
+} region_t;
+
+static unsigned char sentinel(size_t k) { return (unsigned char)(k * 131u + 0x5d); }
+
+static int region_init(region_t *g, const char *name, size_t off, size_t len) {
+  g->name = name;
+  g->off = off;
+  g->len = len;
+  g->total = off + len + GUARD;
+  size_t alloc = (g->total + 63) & ~(size_t)63;
+  g->base = aligned_alloc(64, alloc);
+  g->exp = malloc(g->total);
+  g->care = malloc(g->total);
+  if (!g->base || !g->exp || !g->care) {
+    fprintf(stderr, "coll_check: out of memory (%zu bytes)\n", alloc);
+    exit(2);
+  }
+  for (size_t k = 0; k < g->total; k++) {
+    g->base[k] = g->exp[k] = sentinel(k);
+    g->care[k] = 1;
+  }
+  g->used = 1;
+  return 0;
+}
+
+static void region_free(region_t *g) {
+  if (!g->used) return;
+  free(g->base);
+  free(g->exp);
+  free(g->care);
+  memset(g, 0, sizeof(*g));
+}
+
+static unsigned char *rptr(region_t *g) { return g->base + g->off; }
+
+/* Input data: written into the buffer and expected to be there afterwards. */
+static void put(region_t *g, size_t esz, size_t idx, uint64_t bits) {
+  cr_store(g->base + g->off + idx * esz, esz, bits);
+  cr_store(g->exp + g->off + idx * esz, esz, bits);
+}
+
+static void expect(region_t *g, size_t esz, size_t idx, uint64_t bits) {
+  cr_store(g->exp + g->off + idx * esz, esz, bits);
+  memset(g->care + g->off + idx * esz, 1, esz);
+}
+
+static void dontcare_all(region_t *g) { memset(g->care + g->off, 0, g->len); }
+
+static uint64_t region_hash(region_t *g) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t k = 0; k < g->len; k++) h = (h ^ g->base[g->off + k]) * 1099511628211ull;
+  return h;
+}
+
+/* ---- cases --------------------------------------------------------------------------- */
+
+typedef struct {
+  int kind;
+  collie_datatype_t dt;
+  collie_redop_t op;
+  size_t count;
+  int root;     /* rooted collectives; p2p: the mode */
+  int in_place;
+  int offsel;
+  uint64_t id;
+  size_t esz;
+  region_t send, recv;
+  const void *sp;
+  void *rp;
+  size_t *c1, *d1, *c2, *d2; /* v-variant counts and displacements */
+  size_t gidx_base;          /* reductions: global index of recv element 0 */
+  int reduction_result;      /* recv holds reduced values (print inputs on mismatch) */
+  collie_request_t *req;
+} case_t;
+
+static int is_reduction(int k) {
+  return k == K_ALLREDUCE || k == K_REDUCE || k == K_REDUCE_SCATTER || k == K_REDUCE_SCATTERV;
+}
+static int is_rooted(int k) { return k == K_BROADCAST || k == K_REDUCE || k == K_SCATTER || k == K_GATHER; }
+
+/* Byte offsets of the send and receive pointers from 64-byte alignment: aligned, whole
+ * elements (breaking 8/16/32/64-byte alignment), odd bytes (breaking element alignment). */
+static void offsets(const case_t *c, size_t *so, size_t *ro) {
+  size_t e = c->esz;
+  switch (c->offsel) {
+    case 0: *so = 0; *ro = 0; break;
+    case 1: *so = e; *ro = 3 * e; break;
+    case 2: *so = 1; *ro = 3; break;
+    default: *so = 5 * e + 3; *ro = 1; break;
+  }
+}
+
+static uint64_t hsh(const case_t *c, int rank, uint64_t idx) {
+  return cr_hash4(opt.seed, c->id, (uint64_t)rank, idx);
+}
+
+static uint64_t red_in(const case_t *c, int n, int rank, uint64_t gidx) {
+  return cr_encode_int(c->dt, cr_input(c->dt, c->op, n, rank, hsh(c, rank, gidx)));
+}
+
+static uint64_t red_exp(ctx_t *x, const case_t *c, uint64_t gidx) {
+  for (int r = 0; r < x->n; r++) x->vals[r] = cr_input(c->dt, c->op, x->n, r, hsh(c, r, gidx));
+  return cr_reduce(c->dt, c->op, x->n, x->vals);
+}
+
+static uint64_t raw(const case_t *c, int rank, uint64_t idx) { return cr_raw(c->dt, hsh(c, rank, idx)); }
+
+static uint64_t blk(int r, size_t j) { return ((uint64_t)(unsigned)r << 32) | (uint64_t)j; }
+
+/* v-variant block sizes around base: some zero, never all equal. */
+static void v_counts(const ctx_t *x, const case_t *c, size_t *cnt) {
+  for (int r = 0; r < x->n; r++) {
+    uint64_t h = cr_hash4(opt.seed, c->id, (uint64_t)r, 0xC0C0);
+    if (c->count == 0 || (x->n >= 3 && (uint64_t)r == c->id % (uint64_t)x->n) || h % 5 == 0)
+      cnt[r] = 0;
+    else
+      cnt[r] = c->count / 2 + (size_t)((h >> 8) % (c->count + 1));
+  }
+}
+
+/* Displacements: blocks in reversed or rotated rank order with gaps of 0..2 elements
+ * between them; returns the extent. `who` varies the layout between ranks and sides. */
+static size_t v_displs(const ctx_t *x, const case_t *c, uint64_t who, const size_t *cnt, size_t *d) {
+  size_t pos = (size_t)(cr_hash4(opt.seed, c->id, who, 0xD0) % 2);
+  uint64_t sel = c->id + who;
+  for (int k = 0; k < x->n; k++) {
+    int r = sel % 2 == 0 ? x->n - 1 - k : (int)(((uint64_t)k + sel / 2) % (uint64_t)x->n);
+    size_t gap = (size_t)(cr_hash4(opt.seed, c->id, who * 4096 + (uint64_t)r, 0xD1) % 3);
+    d[r] = pos + gap;
+    pos = d[r] + cnt[r];
+  }
+  return pos;
+}
+
+static size_t a2av_count(const case_t *c, int s, int r) {
+  if (c->count == 0) return 0;
+  uint64_t h = cr_hash4(opt.seed, c->id, blk(s, (size_t)r), 0xA2A2);
+  if (h % 4 == 0) return 0;
+  return (size_t)((h >> 8) % (2 * c->count + 1));
+}
+
+static void fmt_counts(char *buf, size_t len, const char *name, const size_t *v, int n) {
+  size_t used = (size_t)snprintf(buf, len, " %s=[", name);
+  for (int r = 0; r < n && used + 24 < len; r++) used += (size_t)snprintf(buf + used, len - used, r ? ",%zu" : "%zu", v[r]);
+  if (used + 2 < len) snprintf(buf + used, len - used, "]");
+}
+
+static void describe(const ctx_t *x, const case_t *c, char *buf, size_t len) {
+  size_t so, ro;
+  offsets(c, &so, &ro);
+  int n = snprintf(buf, len, "%s dtype=%s", kind_names[c->kind], collie_datatype_name(c->dt));
+  if (is_reduction(c->kind)) n += snprintf(buf + n, len - (size_t)n, " op=%s", collie_redop_name(c->op));
+  if (c->kind == K_P2P)
+    n += snprintf(buf + n, len - (size_t)n, " mode=%s",
+                  c->root == 0 ? "group-ring" : c->root == 1 ? "isend/irecv-reverse" : c->root == 2 ? "all-pairs" : "two-in-flight");
+  n += snprintf(buf + n, len - (size_t)n, " count=%zu", c->count);
+  if (is_rooted(c->kind)) n += snprintf(buf + n, len - (size_t)n, " root=%d", c->root);
+  n += snprintf(buf + n, len - (size_t)n, " in_place=%d offsets=(send+%zu,recv+%zu) nranks=%d case=%llu", c->in_place,
+                so, ro, x->n, (unsigned long long)c->id);
+  if (c->c1 && (size_t)n < len) fmt_counts(buf + n, len - (size_t)n, c->kind == K_ALLTOALLV ? "sendcounts" : "counts", c->c1, x->n);
+  n = (int)strlen(buf);
+  if (c->d1 && (size_t)n < len) fmt_counts(buf + n, len - (size_t)n, c->kind == K_ALLTOALLV ? "sdispls" : "displs", c->d1, x->n);
+  n = (int)strlen(buf);
+  if (c->c2 && (size_t)n < len) fmt_counts(buf + n, len - (size_t)n, "recvcounts", c->c2, x->n);
+  n = (int)strlen(buf);
+  if (c->d2 && (size_t)n < len) fmt_counts(buf + n, len - (size_t)n, "rdispls", c->d2, x->n);
+}
+
+static size_t *alloc_counts(int n) {
+  size_t *p = calloc((size_t)n, sizeof(size_t));
+  if (!p) exit(2);
+  return p;
+}
+
+/* Prepares buffers, inputs and expectations of one case for this rank. */
+static void case_setup(ctx_t *x, case_t *c) {
+  const int n = x->n, me = x->rank;
+  const size_t e = c->esz, cnt = c->count;
+  size_t so, ro;
+  offsets(c, &so, &ro);
+  c->sp = NULL;
+  c->rp = NULL;
+  switch (c->kind) {
+    case K_ALLREDUCE:
+      c->reduction_result = 1;
+      if (c->in_place) {
+        region_init(&c->recv, "recvbuf (in place)", ro, cnt * e);
+        for (size_t i = 0; i < cnt; i++) put(&c->recv, e, i, red_in(c, n, me, i));
+        c->sp = rptr(&c->recv);
+      } else {
+        region_init(&c->send, "sendbuf", so, cnt * e);
+        region_init(&c->recv, "recvbuf", ro, cnt * e);
+        for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, red_in(c, n, me, i));
+        c->sp = rptr(&c->send);
+      }
+      for (size_t i = 0; i < cnt; i++) expect(&c->recv, e, i, red_exp(x, c, i));
+      c->rp = rptr(&c->recv);
+      break;
+
+    case K_BROADCAST:
+      if (me == c->root && c->in_place) {
+        region_init(&c->recv, "recvbuf (in place)", ro, cnt * e);
+        for (size_t i = 0; i < cnt; i++) put(&c->recv, e, i, raw(c, c->root, i));
+        c->sp = rptr(&c->recv);
+      } else {
+        if (me == c->root) {
+          region_init(&c->send, "sendbuf", so, cnt * e);
+          for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, raw(c, c->root, i));
+          c->sp = rptr(&c->send);
+        } else if (!c->in_place) {
+          /* a non-root's sendbuf is ignored: it must stay untouched */
+          region_init(&c->send, "sendbuf (ignored at non-root)", so, cnt * e);
+          c->sp = rptr(&c->send);
+        }
+        region_init(&c->recv, "recvbuf", ro, cnt * e);
+        for (size_t i = 0; i < cnt; i++) expect(&c->recv, e, i, raw(c, c->root, i));
+      }
+      c->rp = rptr(&c->recv);
+      break;
+
+    case K_REDUCE:
+      if (me == c->root) {
+        c->reduction_result = 1;
+        if (c->in_place) {
+          region_init(&c->recv, "recvbuf (in place)", ro, cnt * e);
+          for (size_t i = 0; i < cnt; i++) put(&c->recv, e, i, red_in(c, n, me, i));
+          c->sp = rptr(&c->recv);
+        } else {
+          region_init(&c->send, "sendbuf", so, cnt * e);
+          region_init(&c->recv, "recvbuf", ro, cnt * e);
+          for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, red_in(c, n, me, i));
+          c->sp = rptr(&c->send);
+        }
+        for (size_t i = 0; i < cnt; i++) expect(&c->recv, e, i, red_exp(x, c, i));
+        c->rp = rptr(&c->recv);
+      } else {
+        region_init(&c->send, "sendbuf", so, cnt * e);
+        for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, red_in(c, n, me, i));
+        c->sp = rptr(&c->send);
+        if (!c->in_place) { /* non-root recvbuf: must stay untouched; else NULL */
+          region_init(&c->recv, "recvbuf (ignored at non-root)", ro, cnt * e);
+          c->rp = rptr(&c->recv);
+        }
+      }
+      break;
+
+    case K_ALLGATHER:
+      region_init(&c->recv, c->in_place ? "recvbuf (in place)" : "recvbuf", ro, (size_t)n * cnt * e);
+      if (c->in_place) {
+        for (size_t j = 0; j < cnt; j++) put(&c->recv, e, (size_t)me * cnt + j, raw(c, me, j));
+        c->sp = rptr(&c->recv) + (size_t)me * cnt * e;
+      } else {
+        region_init(&c->send, "sendbuf", so, cnt * e);
+        for (size_t j = 0; j < cnt; j++) put(&c->send, e, j, raw(c, me, j));
+        c->sp = rptr(&c->send);
+      }
+      for (int r = 0; r < n; r++)
+        for (size_t j = 0; j < cnt; j++) expect(&c->recv, e, (size_t)r * cnt + j, raw(c, r, j));
+      c->rp = rptr(&c->recv);
+      break;
+
+    case K_ALLGATHERV: {
+      c->c1 = alloc_counts(n);
+      c->d1 = alloc_counts(n);
+      v_counts(x, c, c->c1);
+      size_t ext = v_displs(x, c, 0, c->c1, c->d1); /* the same layout on every rank */
+      region_init(&c->recv, c->in_place ? "recvbuf (in place)" : "recvbuf", ro, ext * e);
+      size_t mine = c->c1[me];
+      if (c->in_place) {
+        for (size_t j = 0; j < mine; j++) put(&c->recv, e, c->d1[me] + j, raw(c, me, j));
+        c->sp = rptr(&c->recv) + c->d1[me] * e;
+      } else {
+        region_init(&c->send, "sendbuf", so, mine * e);
+        for (size_t j = 0; j < mine; j++) put(&c->send, e, j, raw(c, me, j));
+        c->sp = rptr(&c->send);
+      }
+      for (int r = 0; r < n; r++)
+        for (size_t j = 0; j < c->c1[r]; j++) expect(&c->recv, e, c->d1[r] + j, raw(c, r, j));
+      c->rp = rptr(&c->recv);
+      break;
+    }
+
+    case K_REDUCE_SCATTER:
+    case K_REDUCE_SCATTERV: {
+      size_t total, mine, myoff = 0;
+      if (c->kind == K_REDUCE_SCATTERV) {
+        c->c1 = alloc_counts(n);
+        v_counts(x, c, c->c1);
+        total = 0;
+        for (int r = 0; r < n; r++) {
+          if (r < me) myoff += c->c1[r];
+          total += c->c1[r];
+        }
+        mine = c->c1[me];
+      } else {
+        total = (size_t)n * cnt;
+        mine = cnt;
+        myoff = (size_t)me * cnt;
+      }
+      c->reduction_result = 1;
+      if (c->in_place) {
+        region_init(&c->recv, "sendbuf/recvbuf (in place)", ro, total * e);
+        for (size_t g = 0; g < total; g++) put(&c->recv, e, g, red_in(c, n, me, g));
+        dontcare_all(&c->recv); /* only this rank's block is defined afterwards */
+        for (size_t j = 0; j < mine; j++) expect(&c->recv, e, myoff + j, red_exp(x, c, myoff + j));
+        c->sp = rptr(&c->recv);
+        c->rp = rptr(&c->recv) + myoff * e;
+        c->gidx_base = 0;
+      } else {
+        region_init(&c->send, "sendbuf", so, total * e);
+        for (size_t g = 0; g < total; g++) put(&c->send, e, g, red_in(c, n, me, g));
+        region_init(&c->recv, "recvbuf", ro, mine * e);
+        for (size_t j = 0; j < mine; j++) expect(&c->recv, e, j, red_exp(x, c, myoff + j));
+        c->sp = rptr(&c->send);
+        c->rp = rptr(&c->recv);
+        c->gidx_base = myoff;
+      }
+      break;
+    }
+
+    case K_ALLTOALL:
+      region_init(&c->recv, c->in_place ? "recvbuf (in place)" : "recvbuf", ro, (size_t)n * cnt * e);
+      if (c->in_place) {
+        for (int r = 0; r < n; r++)
+          for (size_t j = 0; j < cnt; j++) put(&c->recv, e, (size_t)r * cnt + j, raw(c, me, blk(r, j)));
+        c->sp = rptr(&c->recv);
+      } else {
+        region_init(&c->send, "sendbuf", so, (size_t)n * cnt * e);
+        for (int r = 0; r < n; r++)
+          for (size_t j = 0; j < cnt; j++) put(&c->send, e, (size_t)r * cnt + j, raw(c, me, blk(r, j)));
+        c->sp = rptr(&c->send);
+      }
+      for (int s = 0; s < n; s++)
+        for (size_t j = 0; j < cnt; j++) expect(&c->recv, e, (size_t)s * cnt + j, raw(c, s, blk(me, j)));
+      c->rp = rptr(&c->recv);
+      break;
+
+    case K_ALLTOALLV: {
+      c->c1 = alloc_counts(n);
+      c->d1 = alloc_counts(n);
+      c->c2 = alloc_counts(n);
+      c->d2 = alloc_counts(n);
+      for (int r = 0; r < n; r++) {
+        c->c1[r] = a2av_count(c, me, r);
+        c->c2[r] = a2av_count(c, r, me);
+      }
+      size_t sext = v_displs(x, c, 2 * (uint64_t)me + 1, c->c1, c->d1);
+      size_t rext = v_displs(x, c, 2 * (uint64_t)me + 2, c->c2, c->d2);
+      if (c->in_place) {
+        region_init(&c->recv, "sendbuf/recvbuf (in place)", ro, (sext > rext ? sext : rext) * e);
+        for (int r = 0; r < n; r++)
+          for (size_t j = 0; j < c->c1[r]; j++) put(&c->recv, e, c->d1[r] + j, raw(c, me, blk(r, j)));
+        dontcare_all(&c->recv); /* outside the receive blocks nothing is promised */
+        c->sp = rptr(&c->recv);
+      } else {
+        region_init(&c->send, "sendbuf", so, sext * e);
+        region_init(&c->recv, "recvbuf", ro, rext * e);
+        for (int r = 0; r < n; r++)
+          for (size_t j = 0; j < c->c1[r]; j++) put(&c->send, e, c->d1[r] + j, raw(c, me, blk(r, j)));
+        c->sp = rptr(&c->send);
+      }
+      for (int s = 0; s < n; s++)
+        for (size_t j = 0; j < c->c2[s]; j++) expect(&c->recv, e, c->d2[s] + j, raw(c, s, blk(me, j)));
+      c->rp = rptr(&c->recv);
+      break;
+    }
+
+    case K_SCATTER:
+      if (me == c->root) {
+        region_init(&c->send, c->in_place ? "sendbuf (in place)" : "sendbuf", so, (size_t)n * cnt * e);
+        for (size_t g = 0; g < (size_t)n * cnt; g++) put(&c->send, e, g, raw(c, c->root, g));
+        c->sp = rptr(&c->send);
+        if (c->in_place) { /* the root's block stays where it is; nothing else may change */
+          c->rp = rptr(&c->send) + (size_t)me * cnt * e;
+          break;
+        }
+      } else if (!c->in_place) {
+        region_init(&c->send, "sendbuf (ignored at non-root)", so, (size_t)n * cnt * e);
+        c->sp = rptr(&c->send);
+      }
+      region_init(&c->recv, "recvbuf", ro, cnt * e);
+      for (size_t j = 0; j < cnt; j++) expect(&c->recv, e, j, raw(c, c->root, (size_t)me * cnt + j));
+      c->rp = rptr(&c->recv);
+      break;
+
+    case K_GATHER:
+      if (me == c->root) {
+        region_init(&c->recv, c->in_place ? "recvbuf (in place)" : "recvbuf", ro, (size_t)n * cnt * e);
+        if (c->in_place) {
+          for (size_t j = 0; j < cnt; j++) put(&c->recv, e, (size_t)me * cnt + j, raw(c, me, j));
+          c->sp = rptr(&c->recv) + (size_t)me * cnt * e;
+        }
+        for (int r = 0; r < n; r++)
+          for (size_t j = 0; j < cnt; j++) expect(&c->recv, e, (size_t)r * cnt + j, raw(c, r, j));
+        c->rp = rptr(&c->recv);
+        if (c->in_place) break;
+      } else if (!c->in_place) {
+        region_init(&c->recv, "recvbuf (ignored at non-root)", ro, (size_t)n * cnt * e);
+        c->rp = rptr(&c->recv);
+      }
+      region_init(&c->send, "sendbuf", so, cnt * e);
+      for (size_t j = 0; j < cnt; j++) put(&c->send, e, j, raw(c, me, j));
+      c->sp = rptr(&c->send);
+      break;
+
+    case K_P2P: {
+      int right = (me + 1) % n, left = (me + n - 1) % n;
+      switch (c->root) {
+        case 0:   /* group: send right, receive from left */
+        case 1: { /* isend left, irecv from right */
+          int src = c->root == 0 ? left : right;
+          region_init(&c->send, "sendbuf", so, cnt * e);
+          region_init(&c->recv, "recvbuf", ro, cnt * e);
+          for (size_t j = 0; j < cnt; j++) {
+            put(&c->send, e, j, raw(c, me, j));
+            expect(&c->recv, e, j, raw(c, src, j));
+          }
+          break;
+        }
+        case 2: /* all pairs, self included */
+          region_init(&c->send, "sendbuf", so, (size_t)n * cnt * e);
+          region_init(&c->recv, "recvbuf", ro, (size_t)n * cnt * e);
+          for (int r = 0; r < n; r++)
+            for (size_t j = 0; j < cnt; j++) {
+              put(&c->send, e, (size_t)r * cnt + j, raw(c, me, blk(r, j)));
+              expect(&c->recv, e, (size_t)r * cnt + j, raw(c, r, blk(me, j)));
+            }
+          break;
+        default: /* two messages in flight to the right, matched in order on the left */
+          region_init(&c->send, "sendbuf", so, 2 * cnt * e);
+          region_init(&c->recv, "recvbuf", ro, 2 * cnt * e);
+          for (int k = 0; k < 2; k++)
+            for (size_t j = 0; j < cnt; j++) {
+              put(&c->send, e, (size_t)k * cnt + j, raw(c, me, blk(k, j)));
+              expect(&c->recv, e, (size_t)k * cnt + j, raw(c, left, blk(k, j)));
+            }
+          break;
+      }
+      c->sp = rptr(&c->send);
+      c->rp = rptr(&c->recv);
+      break;
+    }
+
+    default: /* barrier: no data */
+      break;
+  }
+}
+
+static void case_free(case_t *c) {
+  region_free(&c->send);
+  region_free(&c->recv);
+  free(c->c1);
+  free(c->d1);
+  free(c->c2);
+  free(c->d2);
+  c->c1 = c->d1 = c->c2 = c->d2 = NULL;
+}
+
+/* Issues the case: blocking (rq == NULL) or nonblocking. P2P cases complete here. */
+static collie_result_t case_post(ctx_t *x, case_t *c, collie_request_t **rq) {
+  collie_comm_t *comm = x->comm;
+  const collie_datatype_t dt = c->dt;
+  const size_t cnt = c->count, e = c->esz;
+  const unsigned char *sp = c->sp;
+  unsigned char *rp = c->rp;
+  switch (c->kind) {
+    case K_ALLREDUCE:
+      return rq ? collie_iallreduce(sp, rp, cnt, dt, c->op, comm, rq) : collie_allreduce(sp, rp, cnt, dt, c->op, comm);
+    case K_BROADCAST:
+      return rq ? collie_ibroadcast(sp, rp, cnt, dt, c->root, comm, rq) : collie_broadcast(sp, rp, cnt, dt, c->root, comm);
+    case K_REDUCE:
+      return rq ? collie_ireduce(sp, rp, cnt, dt, c->op, c->root, comm, rq)
+                : collie_reduce(sp, rp, cnt, dt, c->op, c->root, comm);
+    case K_ALLGATHER:
+      return rq ? collie_iallgather(sp, rp, cnt, dt, comm, rq) : collie_allgather(sp, rp, cnt, dt, comm);
+    case K_ALLGATHERV:
+      return rq ? collie_iallgatherv(sp, c->c1[x->rank], rp, c->c1, c->d1, dt, comm, rq)
+                : collie_allgatherv(sp, c->c1[x->rank], rp, c->c1, c->d1, dt, comm);
+    case K_REDUCE_SCATTER:
+      return rq ? collie_ireduce_scatter(sp, rp, cnt, dt, c->op, comm, rq)
+                : collie_reduce_scatter(sp, rp, cnt, dt, c->op, comm);
+    case K_REDUCE_SCATTERV:
+      return rq ? collie_ireduce_scatterv(sp, rp, c->c1, dt, c->op, comm, rq)
+                : collie_reduce_scatterv(sp, rp, c->c1, dt, c->op, comm);
+    case K_ALLTOALL:
+      return rq ? collie_ialltoall(sp, rp, cnt, dt, comm, rq) : collie_alltoall(sp, rp, cnt, dt, comm);
+    case K_ALLTOALLV:
+      return rq ? collie_ialltoallv(sp, c->c1, c->d1, rp, c->c2, c->d2, dt, comm, rq)
+                : collie_alltoallv(sp, c->c1, c->d1, rp, c->c2, c->d2, dt, comm);
+    case K_SCATTER:
+      return rq ? collie_iscatter(sp, rp, cnt, dt, c->root, comm, rq) : collie_scatter(sp, rp, cnt, dt, c->root, comm);
+    case K_GATHER:
+      return rq ? collie_igather(sp, rp, cnt, dt, c->root, comm, rq) : collie_gather(sp, rp, cnt, dt, c->root, comm);
+    case K_BARRIER:
+      return rq ? collie_ibarrier(comm, rq) : collie_barrier(comm);
+    case K_P2P: {
+      const int n = x->n, me = x->rank, right = (me + 1) % n, left = (me + n - 1) % n;
+      collie_result_t r;
+      if (c->root == 0 || c->root == 2) {
+        collie_result_t first = COLLIE_SUCCESS;
+        if ((r = collie_group_start())) return r;
+        if (c->root == 0) {
+          if ((r = collie_send(sp, cnt, dt, right, comm)) && !first) first = r;
+          if ((r = collie_recv(rp, cnt, dt, left, comm)) && !first) first = r;
+        } else {
+          for (int k = 1; k <= n; k++) { /* every peer, in a rank-dependent order, self included */
+            int p = (me + k) % n;
+            if ((r = collie_send(sp + (size_t)p * cnt * e, cnt, dt, p, comm)) && !first) first = r;
+            int q = (me + n - k % n) % n;
+            if ((r = collie_recv(rp + (size_t)q * cnt * e, cnt, dt, q, comm)) && !first) first = r;
+          }
+        }
+        r = collie_group_end();
+        return first ? first : r;
+      }
+      collie_request_t *q[4] = {NULL, NULL, NULL, NULL};
+      if (c->root == 1) {
+        if ((r = collie_irecv(rp, cnt, dt, right, comm, &q[0]))) return r;
+        if ((r = collie_isend(sp, cnt, dt, left, comm, &q[1]))) return r;
+        if ((r = collie_wait(q[1]))) return r;
+        int done = 0;
+        while (!done)
+          if ((r = collie_test(q[0], &done))) return r;
+        return COLLIE_SUCCESS;
+      }
+      /* two in flight each way; receives posted first on odd ranks */
+      for (int k = 0; k < 2; k++) {
+        if (me % 2) {
+          if ((r = collie_irecv(rp + (size_t)k * cnt * e, cnt, dt, left, comm, &q[k]))) return r;
+        } else if ((r = collie_isend(sp + (size_t)k * cnt * e, cnt, dt, right, comm, &q[2 + k]))) {
+          return r;
+        }
+      }
+      for (int k = 0; k < 2; k++) {
+        if (me % 2) {
+          if ((r = collie_isend(sp + (size_t)k * cnt * e, cnt, dt, right, comm, &q[2 + k]))) return r;
+        } else if ((r = collie_irecv(rp + (size_t)k * cnt * e, cnt, dt, left, comm, &q[k]))) {
+          return r;
+        }
+      }
+      for (int k = 3; k >= 0; k--)
+        if ((r = collie_wait(q[k]))) return r;
+      return COLLIE_SUCCESS;
+    }
+    default:
+      return COLLIE_ERR_INTERNAL;
+  }
+}
+
+/* Compares one region with its expectation; returns the number of bad elements/guard bytes. */
+static long region_check(ctx_t *x, case_t *c, region_t *g, int is_result) {
+  if (!g->used) return 0;
+  long bad = 0;
+  size_t first = (size_t)-1;
+  const size_t e = c->esz;
+  for (size_t k = 0; k < g->total; k++) {
+    if (!g->care[k] || g->base[k] == g->exp[k]) continue;
+    if (first == (size_t)-1) first = k;
+    bad++;
+    if (k >= g->off && k < g->off + g->len) { /* count elements, not bytes */
+      size_t el_end = g->off + ((k - g->off) / e + 1) * e;
+      k = el_end - 1;
+    }
+  }
+  if (!bad) return 0;
+  if (x->printed < MAX_PRINTED) {
+    x->printed++;
+    char d[1024], where[600];
+    describe(x, c, d, sizeof(d));
+    size_t k = first;
+    if (k < g->off || k >= g->off + g->len) {
+      long rel = k < g->off ? -(long)(g->off - k) : (long)(k - g->off - g->len);
+      snprintf(where, sizeof(where), "%s guard byte %s%ld %s the buffer was overwritten: got 0x%02x expected 0x%02x",
+               g->name, k < g->off ? "" : "+", rel, k < g->off ? "before" : "after", g->base[k], g->exp[k]);
+    } else {
+      size_t el = (k - g->off) / e;
+      char got[64], want[64];
+      cr_format(c->dt, cr_load(g->base + g->off + el * e, e), got, sizeof(got));
+      cr_format(c->dt, cr_load(g->exp + g->off + el * e, e), want, sizeof(want));
+      int m = snprintf(where, sizeof(where), "%s element %zu: got %s expected %s", g->name, el, got, want);
+      if (is_result && c->reduction_result && m > 0 && (size_t)m < sizeof(where)) {
+        size_t gi = c->gidx_base + el;
+        m += snprintf(where + m, sizeof(where) - (size_t)m, "; inputs at index %zu:", gi);
+        for (int r = 0; r < x->n && r < 16 && (size_t)m < sizeof(where); r++) {
+          char in[64];
+          cr_format(c->dt, red_in(c, x->n, r, gi), in, sizeof(in));
+          m += snprintf(where + m, sizeof(where) - (size_t)m, " r%d=%s", r, in);
+        }
+      }
+    }
+    say(x, "MISMATCH %s: %s (%ld bad elements or guard bytes in this buffer)", d, where, bad);
+  }
+  return bad;
+}
+
+static void case_verify(ctx_t *x, case_t *c) {
+  long bad = region_check(x, c, &c->send, 0) + region_check(x, c, &c->recv, 1);
+  x->cases++;
+  if (bad) x->failed++;
+  if (opt.verbose > 1) {
+    char d[1024];
+    describe(x, c, d, sizeof(d));
+    say(x, "%s %s", bad ? "FAIL" : "ok", d);
+  }
+}
+
+static void api_failed(ctx_t *x, const case_t *c, const char *what, collie_result_t r) {
+  char d[1024] = "";
+  if (c) describe(x, c, d, sizeof(d));
+  say(x, "FAILED: %s returned %s (%s): %s", what, collie_get_error_string(r), d, collie_get_last_error(x->comm));
+  x->fatal = 1;
+  x->failed++;
+}
+
+static void case_init(ctx_t *x, case_t *c, int kind, collie_datatype_t dt, collie_redop_t op, size_t count, int root,
+                      int in_place) {
+  memset(c, 0, sizeof(*c));
+  c->kind = kind;
+  c->dt = dt;
+  c->op = op;
+  c->count = count;
+  c->root = root;
+  c->in_place = in_place;
+  c->id = x->next_id++;
+  c->offsel = (int)((c->id + c->id / 2) % 4); /* both in-place settings see every offset pair */
+  c->esz = collie_datatype_size(dt);
+}
+
+/* One blocking case from setup to verdict. Returns the recv region's hash (allreduce). */
+static uint64_t run_case(ctx_t *x, int kind, collie_datatype_t dt, collie_redop_t op, size_t count, int root,
+                         int in_place) {
+  case_t c;
+  case_init(x, &c, kind, dt, op, count, root, in_place);
+  case_setup(x, &c);
+  collie_result_t r = case_post(x, &c, NULL);
+  uint64_t h = 0;
+  if (r) api_failed(x, &c, kind_names[kind], r);
+  else {
+    case_verify(x, &c);
+    if (c.recv.used) h = region_hash(&c.recv);
+  }
+  case_free(&c);
+  return h;
+}
+
+/* ---- sections ------------------------------------------------------------------------ */
+
+static int dtype_list(const collie_datatype_t **list) {
+  if (opt.all_dtypes) {
+    *list = all_dtypes;
+    return (int)(sizeof(all_dtypes) / sizeof(all_dtypes[0]));
+  }
+  *list = quick_dtypes;
+  return (int)(sizeof(quick_dtypes) / sizeof(quick_dtypes[0]));
+}
+
+static int count_list(const ctx_t *x, size_t *out) {
+  size_t want[7] = {0, 1, 7, (size_t)x->n - 1, (size_t)x->n + 1, 1000 + 3, BIG_COUNT};
+  int m = 0;
+  for (int i = 0; i < (opt.big ? 7 : 6); i++) {
+    int dup = 0;
+    for (int j = 0; j < m; j++) dup |= out[j] == want[i];
+    if (!dup) out[m++] = want[i];
+  }
+  return m;
+}
+
+/* All ranks must hold the same value h: allgathered and compared. */
+static void check_identical(ctx_t *x, uint64_t h, const char *what) {
+  uint64_t *all = calloc((size_t)x->n, sizeof(uint64_t));
+  if (!all) exit(2);
+  collie_result_t r = collie_allgather(&h, all, 1, COLLIE_UINT64, x->comm);
+  x->cases++;
+  if (r) {
+    api_failed(x, NULL, "allgather of result hashes", r);
+  } else {
+    for (int q = 0; q < x->n; q++)
+      if (all[q] != h) {
+        x->failed++;
+        if (x->printed++ < MAX_PRINTED)
+          say(x, "MISMATCH %s: rank %d holds different result bits than rank %d (hash %016llx vs %016llx)", what, q,
+              x->rank, (unsigned long long)all[q], (unsigned long long)h);
+        break;
+      }
+  }
+  free(all);
+}
+
+static void run_matrix(ctx_t *x, int kind) {
+  const collie_datatype_t *dts;
+  int ndt = dtype_list(&dts);
+  size_t counts[8];
+  int nc = count_list(x, counts);
+  int roots[2] = {0, x->n - 1}, nroots = is_rooted(kind) ? (x->n > 1 ? 2 : 1) : 1;
+  int nops = is_reduction(kind) ? COLLIE_NUM_OPS : 1;
+  for (int d = 0; d < ndt && !x->fatal; d++) {
+    uint64_t acc = 0;
+    for (int op = 0; op < nops && !x->fatal; op++)
+      for (int ci = 0; ci < nc && !x->fatal; ci++)
+        for (int ri = 0; ri < nroots && !x->fatal; ri++)
+          for (int ip = 0; ip < 2 && !x->fatal; ip++) {
+            uint64_t h = run_case(x, kind, dts[d], (collie_redop_t)op, counts[ci], is_rooted(kind) ? roots[ri] : -1, ip);
+            acc = cr_hash4(acc, h, 0, 0);
+          }
+    if (kind == K_ALLREDUCE && !x->fatal) {
+      char what[128];
+      snprintf(what, sizeof(what), "allreduce results of dtype %s (all ops, counts, in place or not)",
+               collie_datatype_name(dts[d]));
+      check_identical(x, acc, what);
+    }
+  }
+}
+
+static void run_p2p(ctx_t *x) {
+  const collie_datatype_t *dts;
+  int ndt = dtype_list(&dts);
+  size_t counts[4] = {0, 1, 7, 1003};
+  for (int d = 0; d < ndt && !x->fatal; d++)
+    for (int ci = 0; ci < 4 && !x->fatal; ci++)
+      for (int mode = 0; mode < 4 && !x->fatal; mode++) run_case(x, K_P2P, dts[d], COLLIE_SUM, counts[ci], mode, 0);
+  if (opt.big && !x->fatal) run_case(x, K_P2P, COLLIE_FLOAT32, COLLIE_SUM, BIG_COUNT, 0, 0);
+}
+
+static void run_barrier(ctx_t *x) {
+  for (int i = 0; i < 3 && !x->fatal; i++) run_case(x, K_BARRIER, COLLIE_UINT8, COLLIE_SUM, 0, -1, 0);
+  if (x->n < 2 || x->fatal) return;
+  /* a late rank (0, then n-1) holds every other rank in the barrier */
+  int late[2] = {0, x->n - 1};
+  for (int i = 0; i < 2 && !x->fatal; i++) {
+    collie_result_t r = collie_barrier(x->comm);
+    if (r) {
+      api_failed(x, NULL, "barrier", r);
+      return;
+    }
+    double t0 = now_s();
+    if (x->rank == late[i]) nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+    r = collie_barrier(x->comm);
+    if (r) {
+      api_failed(x, NULL, "barrier", r);
+      return;
+    }
+    double waited = now_s() - t0;
+    x->cases++;
+    if (x->rank != late[i] && waited < 0.05) {
+      x->failed++;
+      if (x->printed++ < MAX_PRINTED)
+        say(x, "MISMATCH barrier: rank %d slept 200 ms before entering the barrier but this rank left it after "
+               "%.1f ms", late[i], waited * 1e3);
+    }
+  }
+}
+
+/* Every i-collective in flight at once: waited in reverse order, polled with collie_test,
+ * and completed by collie_comm_synchronize. */
+static void run_nonblocking(ctx_t *x) {
+  const int n = x->n;
+  struct {
+    int kind;
+    collie_datatype_t dt;
+    collie_redop_t op;
+    size_t count;
+    int root, ip;
+  } plan[] = {
+      {K_ALLREDUCE, COLLIE_FLOAT32, COLLIE_SUM, 1003, -1, 0},
+      {K_ALLGATHER, COLLIE_INT32, COLLIE_SUM, (size_t)n + 1, -1, 1},
+      {K_BROADCAST, COLLIE_UINT8, COLLIE_SUM, 1003, n - 1, 0},
+      {K_REDUCE, COLLIE_BFLOAT16, COLLIE_MAX, 1003, 0, 0},
+      {K_ALLGATHERV, COLLIE_FLOAT16, COLLIE_SUM, 7, -1, 0},
+      {K_REDUCE_SCATTER, COLLIE_INT64, COLLIE_AVG, 1003, -1, 1},
+      {K_REDUCE_SCATTERV, COLLIE_UINT32, COLLIE_PROD, 7, -1, 0},
+      {K_ALLTOALL, COLLIE_FLOAT64, COLLIE_SUM, 7, -1, 1},
+      {K_ALLTOALLV, COLLIE_INT8, COLLIE_SUM, 7, -1, 0},
+      {K_SCATTER, COLLIE_UINT64, COLLIE_SUM, 7, n - 1, 0},
+      {K_GATHER, COLLIE_FLOAT16, COLLIE_SUM, 7, 0, 1},
+      {K_BARRIER, COLLIE_UINT8, COLLIE_SUM, 0, -1, 0},
+      {K_ALLREDUCE, COLLIE_INT8, COLLIE_MIN, 0, -1, 0}, /* count 0: completes at once */
+      {K_ALLREDUCE, COLLIE_FLOAT16, COLLIE_AVG, (size_t)n + 1, -1, 1},
+  };
+  enum { NP = sizeof(plan) / sizeof(plan[0]) };
+  case_t cs[NP];
+  for (int round = 0; round < 3 && !x->fatal; round++) {
+    int posted = 0;
+    for (int i = 0; i < NP; i++) {
+      case_init(x, &cs[i], plan[i].kind, plan[i].dt, plan[i].op, plan[i].count, plan[i].root, plan[i].ip);
+      case_setup(x, &cs[i]);
+    }
+    for (int i = 0; i < NP && !x->fatal; i++) {
+      collie_result_t r = case_post(x, &cs[i], &cs[i].req);
+      if (r) api_failed(x, &cs[i], "posting a nonblocking collective", r);
+      else posted++;
+    }
+    if (round == 0) { /* reverse order */
+      for (int i = posted - 1; i >= 0; i--) {
+        collie_result_t r = collie_wait(cs[i].req);
+        cs[i].req = NULL;
+        if (r) api_failed(x, &cs[i], "collie_wait (reverse order)", r);
+      }
+    } else if (round == 1) { /* polling, all at once */
+      int left = posted;
+      while (left > 0 && !x->fatal)
+        for (int i = posted - 1; i >= 0; i--) {
+          if (!cs[i].req) continue;
+          int done = 0;
+          collie_result_t r = collie_test(cs[i].req, &done);
+          if (r) {
+            api_failed(x, &cs[i], "collie_test", r);
+            cs[i].req = NULL;
+            left--;
+          } else if (done) {
+            cs[i].req = NULL;
+            left--;
+          }
+        }
+    } else { /* synchronize, after which every request must test done */
+      collie_result_t r = collie_comm_synchronize(x->comm);
+      if (r) api_failed(x, NULL, "collie_comm_synchronize", r);
+      for (int i = 0; i < posted; i++) {
+        int done = 0;
+        r = collie_test(cs[i].req, &done);
+        if (r) api_failed(x, &cs[i], "collie_test after collie_comm_synchronize", r);
+        else if (!done) {
+          x->failed++;
+          char d[1024];
+          describe(x, &cs[i], d, sizeof(d));
+          if (x->printed++ < MAX_PRINTED)
+            say(x, "MISMATCH %s: collie_test says not done after collie_comm_synchronize returned", d);
+          if (collie_wait(cs[i].req)) x->fatal = 1;
+        }
+        cs[i].req = NULL;
+      }
+    }
+    for (int i = 0; i < NP; i++) {
+      if (!x->fatal) case_verify(x, &cs[i]);
+      case_free(&cs[i]);
+    }
+  }
+}
+
+/* Order-sensitive inputs (random floats): the result must be bitwise identical on every rank
+ * and on every repetition of the same call, and close to the exact value. */
+static void run_determinism(ctx_t *x) {
+  const collie_datatype_t *dts;
+  int ndt = dtype_list(&dts);
+  const int n = x->n, me = x->rank;
+  size_t counts[3] = {1003, (size_t)n + 1, BIG_COUNT};
+  collie_redop_t ops[3] = {COLLIE_SUM, COLLIE_PROD, COLLIE_AVG};
+  for (int d = 0; d < ndt && !x->fatal; d++) {
+    collie_datatype_t dt = dts[d];
+    if (!cr_is_float(dt)) continue;
+    size_t e = collie_datatype_size(dt);
+    for (int oi = 0; oi < 3 && !x->fatal; oi++)
+      for (int ci = 0; ci < (opt.big ? 3 : 2) && !x->fatal; ci++)
+        for (int ip = 0; ip < 2 && !x->fatal; ip++) {
+          case_t c;
+          case_init(x, &c, K_DETERMINISM, dt, ops[oi], counts[ci], -1, ip);
+          size_t cnt = c.count;
+          unsigned char *in = malloc(cnt * e + 1), *out[2], *rs[2];
+          out[0] = malloc(cnt * e + 1);
+          out[1] = malloc(cnt * e + 1);
+          size_t rsn = cnt / (size_t)n + 1;
+          unsigned char *rsin = malloc((size_t)n * rsn * e + 1);
+          rs[0] = malloc((size_t)n * rsn * e + 1);
+          rs[1] = malloc((size_t)n * rsn * e + 1);
+          if (!in || !out[0] || !out[1] || !rsin || !rs[0] || !rs[1]) exit(2);
+          for (size_t i = 0; i < cnt; i++) cr_store(in + i * e, e, cr_random_float(dt, c.op, hsh(&c, me, i)));
+          for (size_t i = 0; i < (size_t)n * rsn; i++)
+            cr_store(rsin + i * e, e, cr_random_float(dt, c.op, hsh(&c, me, blk(1, i))));
+          for (int rep = 0; rep < 2 && !x->fatal; rep++) {
+            collie_result_t r;
+            if (ip) {
+              memcpy(out[rep], in, cnt * e);
+              r = collie_allreduce(out[rep], out[rep], cnt, dt, c.op, x->comm);
+            } else {
+              r = collie_allreduce(in, out[rep], cnt, dt, c.op, x->comm);
+            }
+            if (r) {
+              api_failed(x, &c, "allreduce (determinism)", r);
+              break;
+            }
+            if (ip) {
+              memcpy(rs[rep], rsin, (size_t)n * rsn * e);
+              r = collie_reduce_scatter(rs[rep], rs[rep] + (size_t)me * rsn * e, rsn, dt, c.op, x->comm);
+            } else {
+              r = collie_reduce_scatter(rsin, rs[rep], rsn, dt, c.op, x->comm);
+            }
+            if (r) api_failed(x, &c, "reduce_scatter (determinism)", r);
+          }
+          if (!x->fatal) {
+            char dsc[1024];
+            describe(x, &c, dsc, sizeof(dsc));
+            x->cases++;
+            size_t rsoff = ip ? (size_t)me * rsn * e : 0;
+            if (memcmp(out[0], out[1], cnt * e) || memcmp(rs[0] + rsoff, rs[1] + rsoff, rsn * e)) {
+              x->failed++;
+              if (x->printed++ < MAX_PRINTED)
+                say(x, "MISMATCH %s: repeating the same allreduce/reduce_scatter gave different bits", dsc);
+            }
+            /* close to the exact result (catches gross errors in non-integer data) */
+            double eps = dt == COLLIE_FLOAT16 ? 0x1p-10 : dt == COLLIE_BFLOAT16 ? 0x1p-7 : dt == COLLIE_FLOAT32 ? 0x1p-23 : 0x1p-52;
+            size_t badi = (size_t)-1;
+            double got_v = 0, ref_v = 0;
+            for (size_t i = 0; i < cnt && badi == (size_t)-1; i++) {
+              double ref = c.op == COLLIE_PROD ? 1 : 0, mag = 0;
+              for (int q = 0; q < n; q++) {
+                double v = cr_decode_float(dt, cr_random_float(dt, c.op, hsh(&c, q, i)));
+                if (c.op == COLLIE_PROD) ref *= v;
+                else ref += v;
+                mag += v < 0 ? -v : v;
+              }
+              if (c.op == COLLIE_AVG) {
+                ref /= n;
+                mag /= n;
+              }
+              if (c.op == COLLIE_PROD) mag = ref < 0 ? -ref : ref;
+              double got = cr_decode_float(dt, cr_load(out[0] + i * e, e));
+              double tol = 2.0 * (n + 1) * eps * (mag + 1e-30) + eps * (ref < 0 ? -ref : ref);
+              if (!(got - ref <= tol && ref - got <= tol)) {
+                badi = i;
+                got_v = got;
+                ref_v = ref;
+              }
+            }
+            if (badi != (size_t)-1) {
+              x->failed++;
+              if (x->printed++ < MAX_PRINTED)
+                say(x, "MISMATCH %s: allreduce element %zu is %.9g, exact value %.9g (beyond rounding error)", dsc, badi,
+                    got_v, ref_v);
+            }
+            /* identical bits on every rank: allreduce results hashed */
+            uint64_t h = 1469598103934665603ull;
+            for (size_t k = 0; k < cnt * e; k++) h = (h ^ out[0][k]) * 1099511628211ull;
+            check_identical(x, h, dsc);
+          }
+          free(in);
+          free(out[0]);
+          free(out[1]);
+          free(rsin);
+          free(rs[0]);
+          free(rs[1]);
+        }
+  }
+}
+
+/* ---- mismatch mode ------------------------------------------------------------------- */
+
+static int contains(const char *s, const char *w) { return s && strstr(s, w) != NULL; }
+
+static void run_mismatch(ctx_t *x) {
+  collie_comm_t *dtc = NULL, *healthy = NULL;
+  collie_result_t r;
+  if ((r = collie_comm_split(x->comm, 0, x->rank, &dtc)) || (r = collie_comm_split(x->comm, 0, x->rank, &healthy))) {
+    api_failed(x, NULL, "collie_comm_split", r);
+    return;
+  }
+  float *sb = calloc(1024, sizeof(float)), *rb = calloc(1024, sizeof(float));
+  if (!sb || !rb) exit(2);
+  int has_both = 0;
+  char first_msg[1024] = "(none)";
+  if (x->n < 2) {
+    say(x, "FAILED: --mismatch needs at least 2 ranks");
+    x->failed++;
+  }
+
+  /* 1. count mismatch on the world communicator */
+  size_t cnt = x->rank == 0 ? 1000 : 1024;
+  r = collie_allreduce(sb, rb, cnt, COLLIE_FLOAT32, COLLIE_SUM, x->comm);
+  const char *msg = collie_get_last_error(x->comm);
+  if (msg) snprintf(first_msg, sizeof(first_msg), "%s", msg);
+  x->cases++;
+  if (r != COLLIE_ERR_MISMATCH) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: allreduce with count %zu returned %s, expected COLLIE_ERR_MISMATCH (last error: %s)", cnt,
+        collie_get_error_string(r), msg ? msg : "(none)");
+  } else if (!contains(msg, "allreduce")) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: the error sentence does not name allreduce: %s", msg ? msg : "(none)");
+  } else {
+    has_both = contains(msg, "count=1000") && contains(msg, "count=1024");
+    if (opt.verbose || x->rank == 0) say(x, "expected mismatch error: %s", msg);
+  }
+  /* the failed communicator fails later operations at once with the same error */
+  r = collie_barrier(x->comm);
+  x->cases++;
+  if (r != COLLIE_ERR_MISMATCH) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: a barrier on the failed communicator returned %s, expected COLLIE_ERR_MISMATCH",
+        collie_get_error_string(r));
+  }
+  r = collie_comm_destroy(x->comm);
+  x->comm = NULL;
+  if (r) say(x, "note: destroying the failed communicator returned %s", collie_get_error_string(r));
+
+  /* 2. datatype mismatch on a second communicator: rank 0 int32, the others float32 */
+  r = collie_allreduce(sb, rb, 1024, x->rank == 0 ? COLLIE_INT32 : COLLIE_FLOAT32, COLLIE_SUM, dtc);
+  msg = collie_get_last_error(dtc);
+  x->cases++;
+  if (x->n > 1 && (r != COLLIE_ERR_MISMATCH || !contains(msg, "allreduce"))) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: allreduce with datatype %s returned %s, expected COLLIE_ERR_MISMATCH naming allreduce "
+           "(last error: %s)", x->rank == 0 ? "int32" : "float32", collie_get_error_string(r), msg ? msg : "(none)");
+  } else if (x->n > 1 && contains(msg, "int32") != contains(msg, "float32")) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: the datatype mismatch sentence names only one side: %s", msg);
+  }
+  collie_comm_destroy(dtc);
+
+  /* 3. a communicator that took no part is still healthy; at least one rank saw both counts */
+  int flags[2] = {has_both, has_both}, res[2] = {0, 0};
+  r = collie_allreduce(flags, res, 2, COLLIE_INT32, COLLIE_MAX, healthy);
+  x->cases++;
+  if (r) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: an allreduce on an untouched communicator failed: %s: %s", collie_get_error_string(r),
+        collie_get_last_error(healthy));
+  } else if (x->n > 1 && !res[0]) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: no rank's error sentence contains both \"count=1000\" and \"count=1024\" (this rank's: %s)",
+        first_msg);
+  }
+  collie_comm_destroy(healthy);
+  free(sb);
+  free(rb);
+}
+
+/* ---- driver -------------------------------------------------------------------------- */
+
+static int run_rank(collie_comm_t *comm) {
+  ctx_t x = {0};
+  x.comm = comm;
+  collie_comm_rank(comm, &x.rank);
+  collie_comm_size(comm, &x.n);
+  x.vals = calloc((size_t)x.n, sizeof(int64_t));
+  if (!x.vals) return 1;
+  double t_all = now_s();
+  if (opt.mismatch) {
+    run_mismatch(&x);
+  } else {
+    for (int k = 0; k < K_NUM && !x.fatal; k++) {
+      if (!(opt.kinds & (1u << k))) continue;
+      double t0 = now_s();
+      long before = x.cases;
+      if (k <= K_GATHER) run_matrix(&x, k);
+      else if (k == K_BARRIER) run_barrier(&x);
+      else if (k == K_P2P) run_p2p(&x);
+      else if (k == K_NONBLOCKING) run_nonblocking(&x);
+      else run_determinism(&x);
+      if (opt.verbose && x.rank == 0) say(&x, "%-16s %5ld cases %7.2f s", kind_names[k], x.cases - before, now_s() - t0);
+    }
+    if (x.fatal) {
+      say(&x, "stopping after the failed call; aborting the communicator");
+      collie_comm_abort(x.comm);
+    } else {
+      collie_result_t r = collie_comm_destroy(x.comm);
+      if (r) {
+        say(&x, "FAILED: collie_comm_destroy returned %s: %s", collie_get_error_string(r), collie_get_last_error(NULL));
+        x.failed++;
+      }
+    }
+  }
+  free(x.vals);
+  if (x.failed) {
+    say(&x, "FAILED: %ld of %ld cases failed (%.1f s)", x.failed, x.cases, now_s() - t_all);
+    return 1;
+  }
+  if (opt.verbose) say(&x, "%.2f s", now_s() - t_all);
+  printf("coll_check: rank %d: %ld cases OK\n", x.rank, x.cases);
+  fflush(stdout);
+  return 0;
+}
+
+static void *thread_main(void *arg) { return (void *)(intptr_t)run_rank((collie_comm_t *)arg); }
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
+          "                  [--seed S] [-v]\n  NAME: all");
+  for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
+  fprintf(stderr, "\n");
+  exit(2);
+}
+
+static unsigned parse_kinds(const char *s) {
+  unsigned m = 0;
+  char *dup = strdup(s), *save = NULL;
+  for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int found = 0;
+    if (!strcmp(t, "all")) {
+      m |= (1u << K_NUM) - 1;
+      found = 1;
+    }
+    for (int k = 0; k < K_NUM; k++)
+      if (!strcmp(t, kind_names[k])) {
+        m |= 1u << k;
+        found = 1;
+      }
+    if (!found) {
+      fprintf(stderr, "coll_check: unknown collective '%s'\n", t);
+      usage();
+    }
+  }
+  free(dup);
+  return m;
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--threads") && i + 1 < argc) opt.threads = atoi(argv[++i]);
+    else if (!strcmp(a, "--coll") && i + 1 < argc) opt.kinds = parse_kinds(argv[++i]);
+    else if (!strcmp(a, "--dtypes") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (!strcmp(v, "quick")) opt.all_dtypes = 0;
+      else if (!strcmp(v, "all")) opt.all_dtypes = 1;
+      else usage();
+    } else if (!strcmp(a, "--big")) opt.big = 1;
+    else if (!strcmp(a, "--mismatch")) opt.mismatch = 1;
+    else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(a, "-v")) opt.verbose++;
+    else if (!strcmp(a, "-vv")) opt.verbose += 2;
+    else usage();
+  }
+  if (cr_selftest()) {
+    fprintf(stderr, "coll_check: the reference encoders failed their self test\n");
+    return 2;
+  }
+  if (opt.threads > 0) {
+    int n = opt.threads;
+    collie_comm_t **comms = calloc((size_t)n, sizeof(*comms));
+    pthread_t *th = calloc((size_t)n, sizeof(*th));
+    if (!comms || !th) return 2;
+    collie_result_t r = collie_comm_init_all(comms, n);
+    if (r) {
+      fprintf(stderr, "coll_check: collie_comm_init_all(%d): %s: %s\n", n, collie_get_error_string(r),
+              collie_get_last_error(NULL));
+      return 1;
+    }
+    for (int i = 0; i < n; i++)
+      if (pthread_create(&th[i], NULL, thread_main, comms[i])) return 2;
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+      void *ret;
+      pthread_join(th[i], &ret);
+      rc |= (int)(intptr_t)ret;
+    }
+    free(comms);
+    free(th);
+    return rc;
+  }
+  collie_comm_t *comm = NULL;
+  collie_result_t r = collie_comm_init_env(&comm);
+  if (r) {
+    fprintf(stderr, "coll_check: collie_comm_init_env: %s: %s\n", collie_get_error_string(r), collie_get_last_error(NULL));
+    return 1;
+  }
+  return run_rank(comm);
+}
