@@ -41,6 +41,7 @@ struct collie_comm {
   int connect_timeout_ms, exec_timeout_ms;
   char *algo, *proto;          /* configuration strings (owned) */
   struct collie_algo_spec_s *algo_spec; /* parsed algo (tune/) */
+  void *_Atomic scratch_pool;   /* one reusable scratch buffer (sched/executor.c) */
   struct collie_sched_cache *sched_cache; /* schedules by shape (coll/sched_cache.c) */
   size_t chunk_bytes;
 

@@ -47,6 +47,7 @@ void collie_comm_free(collie_comm_t *comm) {
   free(comm->proto);
   free(comm->algo_spec);
   collie_sched_cache_free(comm);
+  collie_comm_free_scratch(comm);
   pthread_mutex_destroy(&comm->lock);
   pthread_mutex_destroy(&comm->err_lock);
   pthread_cond_destroy(&comm->progress_cv);

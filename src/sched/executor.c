@@ -17,6 +17,36 @@ static char *resolve(collie_op_t *op, collie_bufref_t r) {
   return r.buf < COLLIE_NUM_BUFS ? op->bufs[r.buf] + r.off : NULL;
 }
 
+/* Scratch memory is kept for the next operation: a large buffer allocated and freed per
+ * call would be mapped and unmapped each time, and its page faults cost more than the
+ * collective itself. One buffer (the largest seen) waits in the communicator. */
+typedef struct {
+  size_t size;
+  char pad[56];
+} scratch_hdr_t;
+
+static char *scratch_take(collie_comm_t *comm, size_t need) {
+  scratch_hdr_t *h = atomic_exchange(&comm->scratch_pool, NULL);
+  if (h && h->size >= need) return (char *)(h + 1);
+  free(h);
+  h = malloc(sizeof(scratch_hdr_t) + need);
+  if (!h) return NULL;
+  h->size = need;
+  return (char *)(h + 1);
+}
+
+static void scratch_give(collie_comm_t *comm, char *p) {
+  scratch_hdr_t *h = (scratch_hdr_t *)p - 1;
+  scratch_hdr_t *old = atomic_exchange(&comm->scratch_pool, h);
+  if (old && old->size > h->size) {
+    /* keep the larger one */
+    old = atomic_exchange(&comm->scratch_pool, old);
+  }
+  free(old);
+}
+
+void collie_comm_free_scratch(collie_comm_t *comm) { free(atomic_exchange(&comm->scratch_pool, NULL)); }
+
 collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool owns_sched, const void *sendbuf,
                               void *recvbuf, collie_coll_t coll, uint64_t count, collie_datatype_t dt,
                               collie_redop_t redop, int root) {
@@ -43,7 +73,7 @@ collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool o
   op->succ_first = op->work + n;
   op->succ = op->succ_first + n + 1;
   if (sched->scratch_bytes) {
-    op->scratch = malloc(sched->scratch_bytes);
+    op->scratch = scratch_take(comm, sched->scratch_bytes);
     if (!op->scratch) {
       free(op);
       return NULL;
@@ -61,7 +91,7 @@ void collie_op_discard(collie_op_t *op) {
     free(op->sched);
   }
   if (op->sched_users) (*op->sched_users)--; /* under comm->lock, like the cache itself */
-  free(op->scratch);
+  if (op->scratch) scratch_give(op->comm, op->scratch);
   free(op->temp);
   free(op);
 }

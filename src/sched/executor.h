@@ -61,6 +61,9 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
 /* Frees an operation that was never posted. */
 void collie_op_discard(collie_op_t *op);
 
+/* Frees the communicator's spare scratch buffer (at destroy). */
+void collie_comm_free_scratch(collie_comm_t *comm);
+
 /* One pass over every active peer (under comm->lock). >0 when something moved. */
 int collie_progress(collie_comm_t *comm);
 /* Fails every posted operation with the communicator's failure (under comm->lock). */
