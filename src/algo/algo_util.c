@@ -1,4 +1,4 @@
-/* Helpers shared by the ring, recursive and Bruck builders (see algo_util.h). */
+/* Helpers shared by the builders in src/algo (see algo_util.h). */
 #include "algo/algo_util.h"
 
 #include <stdlib.h>
@@ -11,6 +11,13 @@ bool au_valid(const collie_coll_args_t *a) {
     case COLLIE_COLL_ALLTOALLV: return a->counts && a->displs && a->counts2 && a->displs2;
     default: return true;
   }
+}
+
+collie_result_t au_copy_only(const collie_coll_args_t *a, collie_sched_t *s, uint64_t elems) {
+  if (!a->in_place && elems)
+    collie_sched_copy(s, collie_ref(COLLIE_BUF_SEND, 0), collie_ref(COLLIE_BUF_RECV, 0), elems * a->elem_size,
+                      COLLIE_NODEPS);
+  return au_finish(s);
 }
 
 bool au_blocks_init(au_blocks_t *b, const collie_coll_args_t *a) {

@@ -1,6 +1,10 @@
-/* Helpers shared by the ring, recursive and Bruck builders: argument checks, block
- * partitioning, chunking for pipelining, the blocks of v-variants, growable dependency
- * lists and a copier that merges adjacent copies into one step. */
+/* Helpers shared by every builder in src/algo: argument checks, block partitioning,
+ * chunking for pipelining, virtual ranks and the binomial tree of rooted algorithms, the
+ * blocks of v-variants, growable dependency lists and a copier that merges adjacent copies
+ * into one step.
+ *
+ * Rooted algorithms work on virtual ranks v = (rank - root + n) % n, so the root is
+ * always virtual rank 0 and one tree shape serves every root. */
 #ifndef COLLIE_ALGO_UTIL_H
 #define COLLIE_ALGO_UTIL_H
 
@@ -9,16 +13,37 @@
 
 #include "algo/algo_impl.h"
 
+/* Pipelining granularity when the caller gives none. */
 #define AU_DEFAULT_CHUNK_BYTES ((uint64_t)64 * 1024)
+
+/* A binomial node has at most one child per bit of n: 32 covers every int. */
+#define AU_MAX_CHILDREN 32
 
 /* Arguments every builder needs; v-variants also need their arrays. */
 bool au_valid(const collie_coll_args_t *a);
+
+/* au_valid, and a root that is one of the ranks. */
+static inline bool au_valid_rooted(const collie_coll_args_t *a) {
+  return au_valid(a) && a->root >= 0 && a->root < a->nranks;
+}
 
 static inline collie_result_t au_finish(const collie_sched_t *s) {
   return s->failed ? COLLIE_ERR_INTERNAL : COLLIE_SUCCESS;
 }
 
+/* One rank alone: the result is its input, copied unless in place; elems elements. */
+collie_result_t au_copy_only(const collie_coll_args_t *a, collie_sched_t *s, uint64_t elems);
+
+/* elem_off elements into buf, as a byte reference. */
+static inline collie_bufref_t au_at(collie_buf_t buf, uint64_t elem_off, uint64_t es) {
+  return collie_ref(buf, elem_off * es);
+}
+
+static inline bool au_same_bytes(collie_bufref_t a, collie_bufref_t b) { return a.buf == b.buf && a.off == b.off; }
+
 static inline int au_mod(int a, int n) { return ((a % n) + n) % n; }
+
+static inline uint64_t au_min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /* Largest power of two <= n (n >= 1). */
 static inline int au_pow2_le(int n) {
@@ -26,6 +51,17 @@ static inline int au_pow2_le(int n) {
   while (p <= n / 2) p *= 2;
   return p;
 }
+
+/* Smallest power of two >= n (n >= 1). */
+static inline int au_pow2_ge(int n) {
+  int p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+static inline int au_lowbit(int v) { return v & -v; }
+
+/* ---- near-equal blocks and pipeline chunks -------------------------------------------- */
 
 /* Block b of `count` elements split into n near-equal blocks: the first count % n blocks
  * get one element more, so blocks differ by at most one element. In elements. */
@@ -48,6 +84,37 @@ static inline uint64_t au_chunk_elems(const collie_coll_args_t *a) {
 
 static inline uint64_t au_div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+/* ---- virtual ranks and the binomial tree of rooted algorithms ------------------------- */
+
+static inline int au_vrank(int rank, int root, int n) { return (rank - root + n) % n; }
+static inline int au_real(int v, int root, int n) { return (v + root) % n; }
+
+/* Binomial tree on virtual ranks 0..n-1 rooted at 0: the parent of v > 0 is v - lowbit(v);
+ * the children of v are v + m for masks m below lowbit(v) (below pow2_ge(n) at the root)
+ * with v + m < n. The subtree of v is the contiguous range [v, v + au_binomial_size(v)). */
+static inline int au_binomial_parent(int v) { return v - au_lowbit(v); }
+
+static inline int au_binomial_size(int v, int n) {
+  if (v == 0) return n;
+  int l = au_lowbit(v);
+  return l < n - v ? l : n - v;
+}
+
+/* The largest mask a child of v can have; children are v + m for m = top, top/2, ..., 1. */
+static inline int au_binomial_top_mask(int v, int n) {
+  return (v == 0 ? au_pow2_ge(n) : au_lowbit(v)) >> 1;
+}
+
+/* Children of v, largest subtree first, written to kids[]; returns how many. */
+static inline int au_binomial_children(int v, int n, int kids[AU_MAX_CHILDREN]) {
+  int k = 0;
+  for (int m = au_binomial_top_mask(v, n); m >= 1; m >>= 1)
+    if (v + m < n) kids[k++] = v + m;
+  return k;
+}
+
+/* ---- the blocks of a partitioned buffer ----------------------------------------------- */
+
 /* The n blocks of a collective's partitioned buffer, in elements: the receive buffer of
  * allgather(v) and alltoall, the send buffer of reduce_scatter(v), the vector of
  * allreduce (near-equal split). off/len point into storage owned by the struct. */
@@ -59,6 +126,8 @@ typedef struct {
 
 bool au_blocks_init(au_blocks_t *b, const collie_coll_args_t *a); /* false: out of memory */
 void au_blocks_free(au_blocks_t *b);
+
+/* ---- dependency lists and merged copies ----------------------------------------------- */
 
 /* A growable list of step indices, for dependency lists of unbounded length. */
 typedef struct {

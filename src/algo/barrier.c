@@ -1,5 +1,5 @@
 /* Barrier algorithms. */
-#include "algo/tree_util.h"
+#include "algo/algo_util.h"
 
 /* Dissemination barrier (Hensgen, Finkel and Manber).
  *
@@ -15,7 +15,7 @@
  *
  * Cost: ceil(log2 p) * alpha. */
 COLLIE_ALGO_DECL(collie_dissemination_barrier) {
-  if (!tu_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
   const collie_bufref_t nothing = collie_ref(COLLIE_BUF_SCRATCH, 0); /* zero bytes */
   uint32_t prev_send = COLLIE_NO_STEP, prev_recv = COLLIE_NO_STEP;
@@ -26,5 +26,5 @@ COLLIE_ALGO_DECL(collie_dissemination_barrier) {
     prev_send = snd;
     prev_recv = rcv;
   }
-  return tu_finish(s);
+  return au_finish(s);
 }

@@ -9,10 +9,6 @@
 
 #include "algo/algo_util.h"
 
-static collie_bufref_t at(collie_buf_t buf, uint64_t elem_off, uint64_t es) {
-  return collie_ref(buf, elem_off * es);
-}
-
 /* ---- allgather ------------------------------------------------------------------------ */
 
 /* Bruck allgather (and allgatherv): rank r collects blocks r, r+1, ..., r+p-1 (mod p) in
@@ -38,21 +34,21 @@ COLLIE_ALGO_DECL(collie_bruck_allgather) {
   for (int j = 0; j < n; j++) pos[j + 1] = pos[j] + b.len[(r + j) % n];
   const collie_bufref_t send0 = collie_ref(COLLIE_BUF_SEND, 0);
   if (!args->in_place && b.len[r])
-    collie_sched_copy(s, send0, at(COLLIE_BUF_RECV, b.off[r], es), b.len[r] * es, COLLIE_NODEPS);
+    collie_sched_copy(s, send0, au_at(COLLIE_BUF_RECV, b.off[r], es), b.len[r] * es, COLLIE_NODEPS);
   au_deps_t have = {0}; /* steps that wrote the scratch collected so far */
   if (n > 1) {
     s->scratch_bytes = pos[n] * es;
-    if (b.len[r]) au_deps_add(&have, collie_sched_copy(s, send0, at(COLLIE_BUF_SCRATCH, 0, es), b.len[r] * es,
+    if (b.len[r]) au_deps_add(&have, collie_sched_copy(s, send0, au_at(COLLIE_BUF_SCRATCH, 0, es), b.len[r] * es,
                                                        COLLIE_NODEPS));
   }
   for (int d = 1; d < n; d *= 2) {
     const int cnt = d < n - d ? d : n - d;
     if (pos[cnt]) { /* round 0 sends the own block straight from the send buffer */
-      collie_bufref_t src = d == 1 ? send0 : at(COLLIE_BUF_SCRATCH, 0, es);
+      collie_bufref_t src = d == 1 ? send0 : au_at(COLLIE_BUF_SCRATCH, 0, es);
       collie_sched_send(s, au_mod(r - d, n), src, pos[cnt] * es, d == 1 ? NULL : have.v, d == 1 ? 0 : have.n);
     }
     if (pos[d + cnt] > pos[d])
-      au_deps_add(&have, collie_sched_recv(s, (r + d) % n, at(COLLIE_BUF_SCRATCH, pos[d], es),
+      au_deps_add(&have, collie_sched_recv(s, (r + d) % n, au_at(COLLIE_BUF_SCRATCH, pos[d], es),
                                            (pos[d + cnt] - pos[d]) * es, COLLIE_NODEPS));
   }
   /* Rotate blocks r+1 .. r+p-1 into place, merging neighbours that stay contiguous. */
@@ -60,7 +56,7 @@ COLLIE_ALGO_DECL(collie_bruck_allgather) {
   au_copier_init(&cp, s, NULL);
   for (int j = 1; j < n; j++) {
     int q = (r + j) % n;
-    au_copier_add(&cp, at(COLLIE_BUF_SCRATCH, pos[j], es), at(COLLIE_BUF_RECV, b.off[q], es), b.len[q] * es,
+    au_copier_add(&cp, au_at(COLLIE_BUF_SCRATCH, pos[j], es), au_at(COLLIE_BUF_RECV, b.off[q], es), b.len[q] * es,
                   have.v, have.n);
   }
   au_copier_flush(&cp);
@@ -146,11 +142,7 @@ COLLIE_ALGO_DECL(collie_bruck_alltoall) {
   const int n = args->nranks, r = args->rank;
   const uint64_t B = args->count * args->elem_size; /* bytes per block */
   if (!B) return COLLIE_SUCCESS;
-  if (n == 1) {
-    if (!args->in_place)
-      collie_sched_copy(s, collie_ref(COLLIE_BUF_SEND, 0), collie_ref(COLLIE_BUF_RECV, 0), B, COLLIE_NODEPS);
-    return au_finish(s);
-  }
+  if (n == 1) return au_copy_only(args, s, args->count);
   const uint64_t most = (uint64_t)(n / 2 + 1) * B; /* blocks moving in one round, at most */
   const uint64_t area = args->in_place ? (uint64_t)n * B : 0, stage = area + most;
   s->scratch_bytes = stage + most;

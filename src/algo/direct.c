@@ -6,9 +6,7 @@
  * and n bytes: the full vector (allreduce), a rank's whole receive buffer (allgather),
  * a rank's whole send buffer (reduce_scatter, alltoall) or the root's buffer (scatter,
  * gather). Messages of zero bytes are not sent: both ends know every length. */
-#include "algo/tree_util.h"
-
-static bool same_bytes(collie_bufref_t a, collie_bufref_t b) { return a.buf == b.buf && a.off == b.off; }
+#include "algo/algo_util.h"
 
 /* ---- reducing one slice from every rank in rank order -------------------------------- */
 
@@ -24,7 +22,7 @@ static uint32_t reduce_in_rank_order(collie_sched_t *s, int n, int r, collie_buf
                                      collie_bufref_t prefix, collie_bufref_t out, uint64_t len) {
   uint32_t last = COLLIE_NO_STEP;
   if (r == 0) {
-    if (!same_bytes(local, out)) last = collie_sched_copy(s, local, out, len, COLLIE_NODEPS);
+    if (!au_same_bytes(local, out)) last = collie_sched_copy(s, local, out, len, COLLIE_NODEPS);
   } else
     last = collie_sched_recv(s, 0, prefix, len, COLLIE_NODEPS);
   for (int j = 1; j < n; j++) {
@@ -49,14 +47,14 @@ static uint32_t reduce_in_rank_order(collie_sched_t *s, int n, int r, collie_buf
  *
  * Cost: 2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma, in two rounds of latency. */
 COLLIE_ALGO_DECL(collie_mesh_allreduce) {
-  if (!tu_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
   const uint64_t es = args->elem_size, count = args->count;
   /* In place the input is the receive buffer itself. */
   const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
 
   /* My slice, folded in rank order (its receives come first among those from each peer). */
-  const uint64_t mylen = tu_block_len(count, n, r) * es, myoff = tu_block_start(count, n, r) * es;
+  const uint64_t mylen = au_block_len(count, n, r) * es, myoff = au_block_start(count, n, r) * es;
   const collie_bufref_t out = collie_ref(COLLIE_BUF_RECV, myoff);
   uint32_t done = COLLIE_NO_STEP;
   if (mylen) {
@@ -70,7 +68,7 @@ COLLIE_ALGO_DECL(collie_mesh_allreduce) {
 
   for (int i = 1; i < n; i++) {
     int j = (r + i) % n;
-    uint64_t len = tu_block_len(count, n, j) * es, off = tu_block_start(count, n, j) * es;
+    uint64_t len = au_block_len(count, n, j) * es, off = au_block_start(count, n, j) * es;
     /* Phase 1: slice j of my input to its owner. Phase 2: the owner's finished slice j back
      * into place, after my copy of it has left (in place those are the same bytes). */
     if (len) {
@@ -80,35 +78,24 @@ COLLIE_ALGO_DECL(collie_mesh_allreduce) {
     /* Phase 2: my finished slice to rank j. */
     if (mylen) collie_sched_send(s, j, out, mylen, COLLIE_DEP1(done));
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* ---- allgather(v) --------------------------------------------------------------------- */
-
-/* Block j of the receive buffer, in bytes: count at j*count, or counts[j] at displs[j]. */
-static void gather_block(const collie_coll_args_t *a, bool v, int j, uint64_t *off, uint64_t *len) {
-  if (v) {
-    *off = (uint64_t)a->displs[j] * a->elem_size;
-    *len = (uint64_t)a->counts[j] * a->elem_size;
-  } else {
-    *off = (uint64_t)j * a->count * a->elem_size;
-    *len = (uint64_t)a->count * a->elem_size;
-  }
-}
 
 /* Mesh allgather (and allgatherv): every rank sends its block straight to every other rank
  * and receives every other block straight into place; all messages at once.
  *
  * Cost: (p-1) alpha + (p-1)/p n beta. */
 COLLIE_ALGO_DECL(collie_mesh_allgather) {
-  if (!tu_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const bool v = args->coll == COLLIE_COLL_ALLGATHERV;
-  if (v && (!args->counts || !args->displs)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
-  uint64_t myoff, mylen;
-  gather_block(args, v, r, &myoff, &mylen);
+  const uint64_t es = args->elem_size;
+  au_blocks_t b;
+  if (!au_blocks_init(&b, args)) return COLLIE_ERR_INTERNAL;
+  const uint64_t mylen = b.len[r] * es;
   /* In place my block already sits at its place in the receive buffer. */
-  collie_bufref_t mine = collie_ref(COLLIE_BUF_RECV, myoff);
+  collie_bufref_t mine = au_at(COLLIE_BUF_RECV, b.off[r], es);
   if (!args->in_place && mylen) {
     collie_sched_copy(s, collie_ref(COLLIE_BUF_SEND, 0), mine, mylen, COLLIE_NODEPS);
     mine = collie_ref(COLLIE_BUF_SEND, 0); /* send from the source: no wait for the copy */
@@ -116,11 +103,11 @@ COLLIE_ALGO_DECL(collie_mesh_allgather) {
   for (int i = 1; i < n; i++) {
     int to = (r + i) % n, from = (r - i + n) % n;
     if (mylen) collie_sched_send(s, to, mine, mylen, COLLIE_NODEPS);
-    uint64_t off, len;
-    gather_block(args, v, from, &off, &len);
-    if (len) collie_sched_recv(s, from, collie_ref(COLLIE_BUF_RECV, off), len, COLLIE_NODEPS);
+    if (b.len[from])
+      collie_sched_recv(s, from, au_at(COLLIE_BUF_RECV, b.off[from], es), b.len[from] * es, COLLIE_NODEPS);
   }
-  return tu_finish(s);
+  au_blocks_free(&b);
+  return au_finish(s);
 }
 
 /* ---- reduce_scatter(v) ---------------------------------------------------------------- */
@@ -130,31 +117,18 @@ COLLIE_ALGO_DECL(collie_mesh_allgather) {
  *
  * Cost: (p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma. */
 COLLIE_ALGO_DECL(collie_mesh_reduce_scatter) {
-  if (!tu_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const bool v = args->coll == COLLIE_COLL_REDUCE_SCATTERV;
-  if (v && !args->counts) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
   const uint64_t es = args->elem_size;
-  /* Block j of the input starts at the sum of the earlier blocks' lengths. */
-  uint64_t off = 0, myoff = 0, mylen = 0;
-  for (int j = 0; j < n; j++) {
-    uint64_t len = (v ? (uint64_t)args->counts[j] : (uint64_t)args->count) * es;
-    if (j == r) {
-      myoff = off;
-      mylen = len;
-    }
-    off += len;
-  }
-  off = 0;
-  for (int j = 0; j < n; j++) {
-    uint64_t len = (v ? (uint64_t)args->counts[j] : (uint64_t)args->count) * es;
-    if (j != r && len) collie_sched_send(s, j, collie_ref(COLLIE_BUF_SEND, off), len, COLLIE_NODEPS);
-    off += len;
-  }
+  au_blocks_t b; /* block j of the input follows the earlier blocks */
+  if (!au_blocks_init(&b, args)) return COLLIE_ERR_INTERNAL;
+  for (int j = 0; j < n; j++)
+    if (j != r && b.len[j]) collie_sched_send(s, j, au_at(COLLIE_BUF_SEND, b.off[j], es), b.len[j] * es, COLLIE_NODEPS);
+  const uint64_t mylen = b.len[r] * es;
   if (mylen) {
     /* In place the receive buffer is my block of the input. */
     const collie_bufref_t out = collie_ref(COLLIE_BUF_RECV, 0);
-    const collie_bufref_t local = args->in_place ? out : collie_ref(COLLIE_BUF_SEND, myoff);
+    const collie_bufref_t local = args->in_place ? out : au_at(COLLIE_BUF_SEND, b.off[r], es);
     collie_bufref_t prefix = out;
     if (args->in_place && r > 0) {
       prefix = collie_ref(COLLIE_BUF_SCRATCH, 0);
@@ -162,42 +136,44 @@ COLLIE_ALGO_DECL(collie_mesh_reduce_scatter) {
     }
     reduce_in_rank_order(s, n, r, local, prefix, out, mylen);
   }
-  return tu_finish(s);
+  au_blocks_free(&b);
+  return au_finish(s);
 }
 
 /* ---- alltoall(v) ---------------------------------------------------------------------- */
 
-/* Outgoing block j (to rank j) and incoming block j (from rank j), in bytes. */
-static void a2a_send_block(const collie_coll_args_t *a, bool v, int j, uint64_t *off, uint64_t *len) {
-  if (v) {
-    *off = (uint64_t)a->displs[j] * a->elem_size;
-    *len = (uint64_t)a->counts[j] * a->elem_size;
+/* Block j of an alltoall buffer, in bytes: count elements at j * count, or for alltoallv
+ * counts[j] at displs[j] (the send side's or the receive side's arrays). */
+static void a2a_block(const collie_coll_args_t *a, const size_t *counts, const size_t *displs, int j, uint64_t *off,
+                      uint64_t *len) {
+  if (a->coll == COLLIE_COLL_ALLTOALLV) {
+    *off = (uint64_t)displs[j] * a->elem_size;
+    *len = (uint64_t)counts[j] * a->elem_size;
   } else {
     *off = (uint64_t)j * a->count * a->elem_size;
     *len = (uint64_t)a->count * a->elem_size;
   }
 }
 
-static void a2a_recv_block(const collie_coll_args_t *a, bool v, int j, uint64_t *off, uint64_t *len) {
-  if (v) {
-    *off = (uint64_t)a->displs2[j] * a->elem_size;
-    *len = (uint64_t)a->counts2[j] * a->elem_size;
-  } else {
-    *off = (uint64_t)j * a->count * a->elem_size;
-    *len = (uint64_t)a->count * a->elem_size;
-  }
+/* Outgoing block j (to rank j) and incoming block j (from rank j). */
+static void a2a_send_block(const collie_coll_args_t *a, int j, uint64_t *off, uint64_t *len) {
+  a2a_block(a, a->counts, a->displs, j, off, len);
+}
+
+static void a2a_recv_block(const collie_coll_args_t *a, int j, uint64_t *off, uint64_t *len) {
+  a2a_block(a, a->counts2, a->displs2, j, off, len);
 }
 
 /* Where the outgoing blocks are read from. Out of place: the send buffer. In place the
  * receive buffer holds them, and receiving into it would overwrite blocks not yet sent, so
  * they are first copied to scratch (as MPI implementations do); *packed is that copy. */
-static collie_buf_t a2a_source(const collie_coll_args_t *a, bool v, collie_sched_t *s, uint32_t *packed) {
+static collie_buf_t a2a_source(const collie_coll_args_t *a, collie_sched_t *s, uint32_t *packed) {
   *packed = COLLIE_NO_STEP;
   if (!a->in_place) return COLLIE_BUF_SEND;
   uint64_t extent = 0;
   for (int j = 0; j < a->nranks; j++) {
     uint64_t off, len;
-    a2a_send_block(a, v, j, &off, &len);
+    a2a_send_block(a, j, &off, &len);
     if (len && off + len > extent) extent = off + len;
   }
   if (extent) {
@@ -209,17 +185,13 @@ static collie_buf_t a2a_source(const collie_coll_args_t *a, bool v, collie_sched
 }
 
 /* My own block: a local copy, skipped in place when it is already where it belongs. */
-static void a2a_self(const collie_coll_args_t *a, bool v, collie_sched_t *s, collie_buf_t src, uint32_t packed) {
+static void a2a_self(const collie_coll_args_t *a, collie_sched_t *s, collie_buf_t src, uint32_t packed) {
   uint64_t soff, slen, roff, rlen;
-  a2a_send_block(a, v, a->rank, &soff, &slen);
-  a2a_recv_block(a, v, a->rank, &roff, &rlen);
+  a2a_send_block(a, a->rank, &soff, &slen);
+  a2a_recv_block(a, a->rank, &roff, &rlen);
   uint64_t len = slen < rlen ? slen : rlen;
   if (!len || (a->in_place && soff == roff)) return;
   collie_sched_copy(s, collie_ref(src, soff), collie_ref(COLLIE_BUF_RECV, roff), len, COLLIE_DEP1(packed));
-}
-
-static bool a2a_args_ok(const collie_coll_args_t *a, bool v) {
-  return tu_valid(a) && (!v || (a->counts && a->displs && a->counts2 && a->displs2));
 }
 
 /* Mesh alltoall (and alltoallv): all p - 1 sends and p - 1 receives posted at once, each
@@ -227,21 +199,20 @@ static bool a2a_args_ok(const collie_coll_args_t *a, bool v) {
  *
  * Cost: (p-1) alpha + (p-1)/p n beta; in place, plus a local copy of n bytes to scratch. */
 COLLIE_ALGO_DECL(collie_mesh_alltoall) {
-  const bool v = args && args->coll == COLLIE_COLL_ALLTOALLV;
-  if (!a2a_args_ok(args, v)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
   uint32_t packed;
-  collie_buf_t src = a2a_source(args, v, s, &packed);
-  a2a_self(args, v, s, src, packed);
+  collie_buf_t src = a2a_source(args, s, &packed);
+  a2a_self(args, s, src, packed);
   for (int i = 1; i < n; i++) {
     int to = (r + i) % n, from = (r - i + n) % n;
     uint64_t off, len;
-    a2a_send_block(args, v, to, &off, &len);
+    a2a_send_block(args, to, &off, &len);
     if (len) collie_sched_send(s, to, collie_ref(src, off), len, COLLIE_DEP1(packed));
-    a2a_recv_block(args, v, from, &off, &len);
+    a2a_recv_block(args, from, &off, &len);
     if (len) collie_sched_recv(s, from, collie_ref(COLLIE_BUF_RECV, off), len, COLLIE_DEP1(packed));
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* Pairwise alltoall (and alltoallv): p - 1 rounds; in round k a rank sends to
@@ -250,20 +221,19 @@ COLLIE_ALGO_DECL(collie_mesh_alltoall) {
  *
  * Cost: (p-1) (alpha + n/p beta). */
 COLLIE_ALGO_DECL(collie_pairwise_alltoall) {
-  const bool v = args && args->coll == COLLIE_COLL_ALLTOALLV;
-  if (!a2a_args_ok(args, v)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
   uint32_t packed;
-  collie_buf_t src = a2a_source(args, v, s, &packed);
-  a2a_self(args, v, s, src, packed);
+  collie_buf_t src = a2a_source(args, s, &packed);
+  a2a_self(args, s, src, packed);
   uint32_t prev_send = packed, prev_recv = COLLIE_NO_STEP;
   for (int k = 1; k < n; k++) {
     int to = (r + k) % n, from = (r - k + n) % n;
     uint64_t off, len;
     uint32_t snd = COLLIE_NO_STEP, rcv = COLLIE_NO_STEP;
-    a2a_send_block(args, v, to, &off, &len);
+    a2a_send_block(args, to, &off, &len);
     if (len) snd = collie_sched_send(s, to, collie_ref(src, off), len, COLLIE_DEP2(prev_send, prev_recv));
-    a2a_recv_block(args, v, from, &off, &len);
+    a2a_recv_block(args, from, &off, &len);
     if (len) rcv = collie_sched_recv(s, from, collie_ref(COLLIE_BUF_RECV, off), len, COLLIE_DEP2(prev_send, prev_recv));
     /* A round without messages (zero-length blocks) leaves the ordering to the last real one. */
     if (snd != COLLIE_NO_STEP || rcv != COLLIE_NO_STEP) {
@@ -271,7 +241,7 @@ COLLIE_ALGO_DECL(collie_pairwise_alltoall) {
       prev_recv = rcv;
     }
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* ---- scatter / gather ----------------------------------------------------------------- */
@@ -280,13 +250,13 @@ COLLIE_ALGO_DECL(collie_pairwise_alltoall) {
  *
  * Cost: (p-1) alpha + (p-1)/p n beta at the root. */
 COLLIE_ALGO_DECL(collie_linear_scatter) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank, root = args->root;
   const uint64_t blk = (uint64_t)args->count * args->elem_size;
-  if (!blk) return tu_finish(s);
+  if (!blk) return au_finish(s);
   if (r != root) {
     collie_sched_recv(s, root, collie_ref(COLLIE_BUF_RECV, 0), blk, COLLIE_NODEPS);
-    return tu_finish(s);
+    return au_finish(s);
   }
   /* In place the root's receive buffer is its block of the send buffer: nothing to copy. */
   if (!args->in_place)
@@ -296,7 +266,7 @@ COLLIE_ALGO_DECL(collie_linear_scatter) {
     int j = (root + i) % n;
     collie_sched_send(s, j, collie_ref(COLLIE_BUF_SEND, (uint64_t)j * blk), blk, COLLIE_NODEPS);
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* Linear gather: every rank sends its block straight to the root, which receives them all
@@ -304,13 +274,13 @@ COLLIE_ALGO_DECL(collie_linear_scatter) {
  *
  * Cost: (p-1) alpha + (p-1)/p n beta at the root. */
 COLLIE_ALGO_DECL(collie_linear_gather) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank, root = args->root;
   const uint64_t blk = (uint64_t)args->count * args->elem_size;
-  if (!blk) return tu_finish(s);
+  if (!blk) return au_finish(s);
   if (r != root) {
     collie_sched_send(s, root, collie_ref(COLLIE_BUF_SEND, 0), blk, COLLIE_NODEPS);
-    return tu_finish(s);
+    return au_finish(s);
   }
   /* In place the root's send buffer is its block of the receive buffer. */
   if (!args->in_place)
@@ -320,5 +290,5 @@ COLLIE_ALGO_DECL(collie_linear_gather) {
     int j = (root + i) % n;
     collie_sched_recv(s, j, collie_ref(COLLIE_BUF_RECV, (uint64_t)j * blk), blk, COLLIE_NODEPS);
   }
-  return tu_finish(s);
+  return au_finish(s);
 }

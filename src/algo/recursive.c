@@ -35,18 +35,6 @@ static fold_t fold_of(int n, int r) {
 static int real_of(const fold_t *f, int v) { return v < f->rem ? 2 * v + 1 : v + f->rem; }
 static int first_real(const fold_t *f, int v) { return v < f->rem ? 2 * v : v + f->rem; }
 
-static collie_bufref_t at(collie_buf_t buf, uint64_t elem_off, uint64_t es) {
-  return collie_ref(buf, elem_off * es);
-}
-
-/* n == 1: the result is the input. */
-static collie_result_t copy_only(const collie_coll_args_t *a, collie_sched_t *s, uint64_t elems) {
-  if (!a->in_place && elems)
-    collie_sched_copy(s, collie_ref(COLLIE_BUF_SEND, 0), collie_ref(COLLIE_BUF_RECV, 0), elems * a->elem_size,
-                      COLLIE_NODEPS);
-  return au_finish(s);
-}
-
 /* ---- recursive doubling allreduce ------------------------------------------------------ */
 
 /* Recursive doubling allreduce: in round k, ranks 2^k apart exchange their whole partial
@@ -66,7 +54,7 @@ COLLIE_ALGO_DECL(collie_rd_allreduce) {
   const uint64_t es = args->elem_size, len = args->count * es;
   const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
   if (!len) return COLLIE_SUCCESS;
-  if (n == 1) return copy_only(args, s, args->count);
+  if (n == 1) return au_copy_only(args, s, args->count);
   const fold_t f = fold_of(n, r);
   if (f.newrank < 0) { /* hand over, wait for the result */
     uint32_t snd = collie_sched_send(s, r + 1, collie_ref(in, 0), len, COLLIE_NODEPS);
@@ -111,7 +99,7 @@ COLLIE_ALGO_DECL(collie_hd_allreduce) {
   const uint64_t es = args->elem_size, count = args->count, len = count * es;
   const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
   if (!len) return COLLIE_SUCCESS;
-  if (n == 1) return copy_only(args, s, count);
+  if (n == 1) return au_copy_only(args, s, count);
   const fold_t f = fold_of(n, r);
   if (f.newrank < 0) {
     uint32_t snd = collie_sched_send(s, r + 1, collie_ref(in, 0), len, COLLIE_NODEPS);
@@ -140,9 +128,10 @@ COLLIE_ALGO_DECL(collie_hd_allreduce) {
     give_lo[k] = lower ? mid : lo, give_hi[k] = lower ? hi : mid;
     const uint64_t go = EOFF(give_lo[k]), gl = EOFF(give_hi[k]) - go;
     const uint64_t ko = EOFF(keep_lo[k]), kl = EOFF(keep_hi[k]) - ko;
-    gave[k] = gl ? collie_sched_send(s, dst, at(cur, go, es), gl * es, COLLIE_DEP1(last)) : COLLIE_NO_STEP;
+    gave[k] = gl ? collie_sched_send(s, dst, au_at(cur, go, es), gl * es, COLLIE_DEP1(last)) : COLLIE_NO_STEP;
     if (kl)
-      last = collie_sched_recv_reduce(s, dst, at(cur, ko, es), at(COLLIE_BUF_RECV, ko, es), kl * es, COLLIE_DEP1(last));
+      last = collie_sched_recv_reduce(s, dst, au_at(cur, ko, es), au_at(COLLIE_BUF_RECV, ko, es), kl * es,
+                                      COLLIE_DEP1(last));
     cur = COLLIE_BUF_RECV; /* every block still kept has now been reduced into RECV */
     lo = keep_lo[k], hi = keep_hi[k];
   }
@@ -153,8 +142,8 @@ COLLIE_ALGO_DECL(collie_hd_allreduce) {
     const int dst = real_of(&f, f.newrank ^ (1 << k));
     const uint64_t ko = EOFF(keep_lo[k]), kl = EOFF(keep_hi[k]) - ko;
     const uint64_t go = EOFF(give_lo[k]), gl = EOFF(give_hi[k]) - go;
-    if (kl) collie_sched_send(s, dst, at(COLLIE_BUF_RECV, ko, es), kl * es, got.v, got.n);
-    if (gl) au_deps_add(&got, collie_sched_recv(s, dst, at(COLLIE_BUF_RECV, go, es), gl * es, COLLIE_DEP1(gave[k])));
+    if (kl) collie_sched_send(s, dst, au_at(COLLIE_BUF_RECV, ko, es), kl * es, got.v, got.n);
+    if (gl) au_deps_add(&got, collie_sched_recv(s, dst, au_at(COLLIE_BUF_RECV, go, es), gl * es, COLLIE_DEP1(gave[k])));
   }
 #undef EOFF
   if (r < 2 * f.rem) collie_sched_send(s, r - 1, collie_ref(COLLIE_BUF_RECV, 0), len, got.v, got.n);
@@ -189,14 +178,14 @@ COLLIE_ALGO_DECL(collie_hd_reduce_scatter) {
   au_blocks_t b;
   if (!au_blocks_init(&b, args)) return COLLIE_ERR_INTERNAL;
   if (n == 1) {
-    collie_result_t rc = copy_only(args, s, b.len[0]);
+    collie_result_t rc = au_copy_only(args, s, b.len[0]);
     au_blocks_free(&b);
     return rc;
   }
   const fold_t f = fold_of(n, r);
   const collie_bufref_t recv0 = collie_ref(COLLIE_BUF_RECV, 0);
   if (f.newrank < 0) {
-    uint32_t snd = b.total ? collie_sched_send(s, r + 1, at(COLLIE_BUF_SEND, 0, es), b.total * es, COLLIE_NODEPS)
+    uint32_t snd = b.total ? collie_sched_send(s, r + 1, au_at(COLLIE_BUF_SEND, 0, es), b.total * es, COLLIE_NODEPS)
                            : COLLIE_NO_STEP;
     if (b.len[r]) collie_sched_recv(s, r + 1, recv0, b.len[r] * es, COLLIE_DEP1(snd));
     au_blocks_free(&b);
@@ -208,8 +197,8 @@ COLLIE_ALGO_DECL(collie_hd_reduce_scatter) {
   au_deps_t last = {0}; /* the steps that produced the current partial sums */
   if (r < 2 * f.rem) {
     if (b.total)
-      au_deps_add(&last, collie_sched_recv_reduce(s, r - 1, at(COLLIE_BUF_SEND, 0, es),
-                                                  at(COLLIE_BUF_SCRATCH, 0, es), b.total * es, COLLIE_NODEPS));
+      au_deps_add(&last, collie_sched_recv_reduce(s, r - 1, au_at(COLLIE_BUF_SEND, 0, es),
+                                                  au_at(COLLIE_BUF_SCRATCH, 0, es), b.total * es, COLLIE_NODEPS));
     cur = COLLIE_BUF_SCRATCH;
   }
   int vlo = 0; /* the current range of new ranks is [vlo, vlo + 2 mask) */
@@ -225,10 +214,10 @@ COLLIE_ALGO_DECL(collie_hd_reduce_scatter) {
     vrange(&f, glo, ghi, &qlo, &qhi);
     if (ghi - glo == 1 && qhi - qlo == 2) {
       for (int q = qlo; q < qhi; q++)
-        if (b.len[q]) collie_sched_send(s, dst, at(cur, b.off[q], es), b.len[q] * es, last.v, last.n);
+        if (b.len[q]) collie_sched_send(s, dst, au_at(cur, b.off[q], es), b.len[q] * es, last.v, last.n);
     } else if (b.off[qhi - 1] + b.len[qhi - 1] > b.off[qlo]) {
       uint64_t o = b.off[qlo], l = b.off[qhi - 1] + b.len[qhi - 1] - o;
-      collie_sched_send(s, dst, at(cur, o, es), l * es, last.v, last.n);
+      collie_sched_send(s, dst, au_at(cur, o, es), l * es, last.v, last.n);
     }
     /* Receive-reduce the half kept; in the last round the own block lands in RECV. */
     vrange(&f, klo, khi, &qlo, &qhi);
@@ -236,15 +225,15 @@ COLLIE_ALGO_DECL(collie_hd_reduce_scatter) {
     if (khi - klo == 1 && qhi - qlo == 2) {
       for (int q = qlo; q < qhi; q++) {
         if (!b.len[q]) continue;
-        collie_bufref_t dstref = final && q == r ? recv0 : at(COLLIE_BUF_SCRATCH, b.off[q], es);
-        uint32_t st = collie_sched_recv_reduce(s, dst, at(cur, b.off[q], es), dstref, b.len[q] * es, last.v, last.n);
+        collie_bufref_t dstref = final && q == r ? recv0 : au_at(COLLIE_BUF_SCRATCH, b.off[q], es);
+        uint32_t st = collie_sched_recv_reduce(s, dst, au_at(cur, b.off[q], es), dstref, b.len[q] * es, last.v, last.n);
         au_deps_add(&next, st);
         if (final && q != r) mine_to_even = st;
       }
     } else if (b.off[qhi - 1] + b.len[qhi - 1] > b.off[qlo]) {
       uint64_t o = b.off[qlo], l = b.off[qhi - 1] + b.len[qhi - 1] - o;
-      collie_bufref_t dstref = final ? recv0 : at(COLLIE_BUF_SCRATCH, o, es);
-      au_deps_add(&next, collie_sched_recv_reduce(s, dst, at(cur, o, es), dstref, l * es, last.v, last.n));
+      collie_bufref_t dstref = final ? recv0 : au_at(COLLIE_BUF_SCRATCH, o, es);
+      au_deps_add(&next, collie_sched_recv_reduce(s, dst, au_at(cur, o, es), dstref, l * es, last.v, last.n));
     }
     if (last.failed || next.failed) s->failed = 1;
     au_deps_free(&last);
@@ -253,7 +242,7 @@ COLLIE_ALGO_DECL(collie_hd_reduce_scatter) {
     vlo = klo;
   }
   if (r < 2 * f.rem && b.len[r - 1])
-    collie_sched_send(s, r - 1, at(COLLIE_BUF_SCRATCH, b.off[r - 1], es), b.len[r - 1] * es,
+    collie_sched_send(s, r - 1, au_at(COLLIE_BUF_SCRATCH, b.off[r - 1], es), b.len[r - 1] * es,
                       COLLIE_DEP1(mine_to_even));
   au_deps_free(&last);
   au_blocks_free(&b);
@@ -291,7 +280,7 @@ typedef struct {
 
 static void xfer_run(void *ctx, uint64_t off, uint64_t len) {
   xfer_t *x = ctx;
-  collie_bufref_t ref = at(COLLIE_BUF_RECV, off, x->es);
+  collie_bufref_t ref = au_at(COLLIE_BUF_RECV, off, x->es);
   if (x->send)
     collie_sched_send(x->s, x->peer, ref, len * x->es, x->deps->v, x->deps->n);
   else
@@ -315,7 +304,7 @@ COLLIE_ALGO_DECL(collie_rd_allgather) {
   const collie_bufref_t send0 = collie_ref(COLLIE_BUF_SEND, 0);
   au_deps_t have = {0}; /* steps that wrote what this rank has gathered so far */
   if (!args->in_place && b.len[r])
-    au_deps_add(&have, collie_sched_copy(s, send0, at(COLLIE_BUF_RECV, b.off[r], es), b.len[r] * es, COLLIE_NODEPS));
+    au_deps_add(&have, collie_sched_copy(s, send0, au_at(COLLIE_BUF_RECV, b.off[r], es), b.len[r] * es, COLLIE_NODEPS));
   xfer_t x = {s, 0, es, false, &have, COLLIE_NO_STEP};
   if (n > 1 && f.newrank < 0) { /* hand over the own block, receive all the others */
     if (b.len[r]) collie_sched_send(s, r + 1, send0, b.len[r] * es, COLLIE_NODEPS);

@@ -17,10 +17,6 @@
 
 #include "algo/algo_util.h"
 
-static collie_bufref_t at(collie_buf_t buf, uint64_t elem_off, uint64_t es) {
-  return collie_ref(buf, elem_off * es);
-}
-
 /* Elements of chunk j of a block of len elements (0 when the block has fewer chunks). */
 static uint64_t chunk_len(uint64_t len, uint64_t ce, uint64_t j) {
   uint64_t start = j * ce;
@@ -47,10 +43,7 @@ COLLIE_ALGO_DECL(collie_ring_allreduce) {
   const uint64_t es = args->elem_size, count = args->count;
   const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
   if (count == 0) return COLLIE_SUCCESS;
-  if (n == 1) {
-    if (!args->in_place) collie_sched_copy(s, at(in, 0, es), at(COLLIE_BUF_RECV, 0, es), count * es, COLLIE_NODEPS);
-    return au_finish(s);
-  }
+  if (n == 1) return au_copy_only(args, s, count);
   const int right = (r + 1) % n, left = (r + n - 1) % n;
   const uint64_t ce = au_chunk_elems(args);
   const uint64_t maxch = au_div_up(au_block_len(count, n, 0), ce);
@@ -73,22 +66,23 @@ COLLIE_ALGO_DECL(collie_ring_allreduce) {
     /* Round 0 sends the raw contribution; later rounds forward last round's partial sum. */
     const collie_buf_t sbuf = k == 0 ? in : COLLIE_BUF_RECV;
     for (uint64_t j = 0; j * ce < slen; j++)
-      rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, at(sbuf, soff + j * ce, es),
+      rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
                                                          chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
     for (uint64_t j = 0; j * ce < rlen; j++)
-      prev[j] = collie_sched_recv_reduce(s, left, at(in, roff + j * ce, es), at(COLLIE_BUF_RECV, roff + j * ce, es),
-                                         chunk_len(rlen, ce, j) * es, COLLIE_NODEPS);
+      prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es),
+                                         au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
+                                         COLLIE_NODEPS);
   }
   for (int k = 0; k < n - 1; k++) { /* allgather */
     const int sb = au_mod(r + 1 - k, n), rb = au_mod(r - k, n);
     const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
     const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
     for (uint64_t j = 0; j * ce < slen; j++)
-      collie_sched_send(s, right, at(COLLIE_BUF_RECV, soff + j * ce, es), chunk_len(slen, ce, j) * es,
+      collie_sched_send(s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), chunk_len(slen, ce, j) * es,
                         COLLIE_DEP1(prev[j]));
     /* Block r-k was sent in reduce-scatter round k (in place, from these very bytes). */
     for (uint64_t j = 0; j * ce < rlen; j++)
-      prev[j] = collie_sched_recv(s, left, at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
+      prev[j] = collie_sched_recv(s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
                                   COLLIE_DEP1(rs_send[(size_t)k * maxch + j]));
   }
   free(prev);
@@ -120,16 +114,17 @@ COLLIE_ALGO_DECL(collie_ring_allgather) {
   for (uint64_t j = 0; j < maxch; j++) prev[j] = COLLIE_NO_STEP;
   /* In place the send buffer is the rank's own block of the receive buffer. */
   if (!args->in_place && b.len[r])
-    collie_sched_copy(s, at(COLLIE_BUF_SEND, 0, es), at(COLLIE_BUF_RECV, b.off[r], es), b.len[r] * es,
+    collie_sched_copy(s, au_at(COLLIE_BUF_SEND, 0, es), au_at(COLLIE_BUF_RECV, b.off[r], es), b.len[r] * es,
                       COLLIE_NODEPS);
   for (int k = 0; k < n - 1; k++) {
     const int sb = au_mod(r - k, n), rb = au_mod(r - k - 1, n);
     for (uint64_t j = 0; j * ce < b.len[sb]; j++) {
-      collie_bufref_t src = k == 0 ? at(COLLIE_BUF_SEND, j * ce, es) : at(COLLIE_BUF_RECV, b.off[sb] + j * ce, es);
+      collie_bufref_t src =
+          k == 0 ? au_at(COLLIE_BUF_SEND, j * ce, es) : au_at(COLLIE_BUF_RECV, b.off[sb] + j * ce, es);
       collie_sched_send(s, (r + 1) % n, src, chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
     }
     for (uint64_t j = 0; j * ce < b.len[rb]; j++)
-      prev[j] = collie_sched_recv(s, (r + n - 1) % n, at(COLLIE_BUF_RECV, b.off[rb] + j * ce, es),
+      prev[j] = collie_sched_recv(s, (r + n - 1) % n, au_at(COLLIE_BUF_RECV, b.off[rb] + j * ce, es),
                                   chunk_len(b.len[rb], ce, j) * es, COLLIE_NODEPS);
   }
   free(prev);
@@ -147,8 +142,8 @@ typedef struct {
 } stages_t;
 
 static collie_bufref_t stage(const stages_t *g, int p, uint64_t j) {
-  if (g->in_recv && p == g->last_parity) return at(COLLIE_BUF_RECV, j * g->ce, g->es);
-  return at(COLLIE_BUF_SCRATCH, (g->in_recv ? 0 : (uint64_t)p * g->maxlen) + j * g->ce, g->es);
+  if (g->in_recv && p == g->last_parity) return au_at(COLLIE_BUF_RECV, j * g->ce, g->es);
+  return au_at(COLLIE_BUF_SCRATCH, (g->in_recv ? 0 : (uint64_t)p * g->maxlen) + j * g->ce, g->es);
 }
 
 /* Ring reduce_scatter (and reduce_scatterv): round k (0 <= k < p-1) rank r sends the
@@ -171,10 +166,9 @@ COLLIE_ALGO_DECL(collie_ring_reduce_scatter) {
   au_blocks_t b;
   if (!au_blocks_init(&b, args)) return COLLIE_ERR_INTERNAL;
   if (n == 1) {
-    if (!args->in_place && b.len[0])
-      collie_sched_copy(s, at(COLLIE_BUF_SEND, 0, es), at(COLLIE_BUF_RECV, 0, es), b.len[0] * es, COLLIE_NODEPS);
+    collie_result_t rc = au_copy_only(args, s, b.len[0]);
     au_blocks_free(&b);
-    return au_finish(s);
+    return rc;
   }
   const uint64_t ce = au_chunk_elems(args), maxch = au_div_up(b.maxlen, ce);
   const int last_parity = (n - 2) % 2;
@@ -193,15 +187,15 @@ COLLIE_ALGO_DECL(collie_ring_reduce_scatter) {
   for (int k = 0; k < n - 1; k++) {
     const int sb = au_mod(r - k - 1, n), rb = au_mod(r - k - 2, n), p = k % 2, pp = (k + 1) % 2;
     for (uint64_t j = 0; j * ce < b.len[sb]; j++) {
-      collie_bufref_t src = k == 0 ? at(COLLIE_BUF_SEND, b.off[sb] + j * ce, es) : stage(&g, pp, j);
+      collie_bufref_t src = k == 0 ? au_at(COLLIE_BUF_SEND, b.off[sb] + j * ce, es) : stage(&g, pp, j);
       uint32_t st = collie_sched_send(s, (r + 1) % n, src, chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
       if (k > 0) fwd[(size_t)pp * maxch + j] = st;
     }
     const bool final = k == n - 2;
     for (uint64_t j = 0; j * ce < b.len[rb]; j++) {
-      collie_bufref_t dst = final ? at(COLLIE_BUF_RECV, j * ce, es) : stage(&g, p, j);
+      collie_bufref_t dst = final ? au_at(COLLIE_BUF_RECV, j * ce, es) : stage(&g, p, j);
       bool staged = !final || recv_stages;
-      prev[j] = collie_sched_recv_reduce(s, (r + n - 1) % n, at(COLLIE_BUF_SEND, b.off[rb] + j * ce, es), dst,
+      prev[j] = collie_sched_recv_reduce(s, (r + n - 1) % n, au_at(COLLIE_BUF_SEND, b.off[rb] + j * ce, es), dst,
                                          chunk_len(b.len[rb], ce, j) * es,
                                          COLLIE_DEP1(staged ? fwd[(size_t)p * maxch + j] : COLLIE_NO_STEP));
     }

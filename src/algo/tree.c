@@ -5,12 +5,10 @@
  * alpha (per message), beta (per byte sent) and gamma (per byte reduced); pipelined
  * algorithms cut the data into k chunks of args->chunk_bytes (64 KiB when 0).
  *
- * Rooted algorithms work on virtual ranks v = (rank - root + p) % p (tree_util.h). Every
+ * Rooted algorithms work on virtual ranks v = (rank - root + p) % p (algo_util.h). Every
  * reduction happens in one place in a fixed order and the result is then only copied, so
  * it is bitwise reproducible and, for allreduce, identical on every rank. */
-#include "algo/tree_util.h"
-
-static bool same_bytes(collie_bufref_t a, collie_bufref_t b) { return a.buf == b.buf && a.off == b.off; }
+#include "algo/algo_util.h"
 
 /* ---- double binary tree allreduce ----------------------------------------------------- */
 
@@ -27,10 +25,10 @@ typedef struct {
 static btree_node_t btree(int n, int r) {
   btree_node_t t = {-1, {-1, -1}};
   if (r == 0) {
-    if (n > 1) t.kid[1] = tu_pow2_ge(n) >> 1;
+    if (n > 1) t.kid[1] = au_pow2_ge(n) >> 1;
     return t;
   }
-  int bit = tu_lowbit(r);
+  int bit = au_lowbit(r);
   t.up = (r ^ bit) | (bit << 1);
   if (t.up >= n) t.up = r ^ bit;
   int low = bit >> 1;
@@ -69,7 +67,7 @@ static void dtree_chunk(collie_sched_t *s, btree_node_t t, collie_buf_t in, uint
   }
   if (t.up < 0) {
     /* The root: its partial result is the final one (a single rank only copies). */
-    if (!partial && !same_bytes(local, acc)) last = collie_sched_copy(s, local, acc, len, COLLIE_NODEPS);
+    if (!partial && !au_same_bytes(local, acc)) last = collie_sched_copy(s, local, acc, len, COLLIE_NODEPS);
   } else {
     uint32_t sent = collie_sched_send(s, t.up, partial ? acc : local, len, COLLIE_DEP1(last));
     /* The final value overwrites what was just sent (in place, or the partial result). */
@@ -89,21 +87,21 @@ static void dtree_chunk(collie_sched_t *s, btree_node_t t, collie_buf_t in, uint
  * Cost: about (2 ceil(log2 p) + k) alpha + 2 n beta + n gamma for k chunks per tree: an inner
  * rank receives and sends 1.5 times its half, a leaf once; the log term fills the pipeline. */
 COLLIE_ALGO_DECL(collie_tree_allreduce) {
-  if (!tu_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
-  const uint64_t es = args->elem_size, count = args->count, ce = tu_chunk_elems(args);
+  const uint64_t es = args->elem_size, count = args->count, ce = au_chunk_elems(args);
   const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
   const btree_node_t tree[2] = {btree(n, r), btree_second(n, r)};
   /* Tree 0 takes the first half (the larger one when count is odd), tree 1 the rest. */
   const uint64_t start[2] = {0, (count + 1) / 2}, len[2] = {(count + 1) / 2, count / 2};
-  const uint64_t nchunks[2] = {tu_div_up(len[0], ce), tu_div_up(len[1], ce)};
+  const uint64_t nchunks[2] = {au_div_up(len[0], ce), au_div_up(len[1], ce)};
   for (uint64_t c = 0; c < nchunks[0]; c++) /* nchunks[0] >= nchunks[1] */
     for (int t = 0; t < 2; t++) {
       if (c >= nchunks[t]) continue;
-      uint64_t first = start[t] + c * ce, elems = tu_min64(ce, len[t] - c * ce);
+      uint64_t first = start[t] + c * ce, elems = au_min64(ce, len[t] - c * ce);
       dtree_chunk(s, tree[t], in, first * es, elems * es);
     }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* ---- binomial trees ------------------------------------------------------------------- */
@@ -113,10 +111,10 @@ COLLIE_ALGO_DECL(collie_tree_allreduce) {
  *
  * Cost: ceil(log2 p) (alpha + n beta). */
 COLLIE_ALGO_DECL(collie_binomial_broadcast) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, root = args->root, v = tu_vrank(args->rank, root, n);
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
   const uint64_t len = (uint64_t)args->count * args->elem_size;
-  if (!len) return tu_finish(s);
+  if (!len) return au_finish(s);
   const collie_bufref_t recv = collie_ref(COLLIE_BUF_RECV, 0);
   collie_bufref_t src = recv;
   uint32_t got = COLLIE_NO_STEP;
@@ -126,11 +124,11 @@ COLLIE_ALGO_DECL(collie_binomial_broadcast) {
       collie_sched_copy(s, src, recv, len, COLLIE_NODEPS);
     }
   } else {
-    got = collie_sched_recv(s, tu_real(tu_binomial_parent(v), root, n), recv, len, COLLIE_NODEPS);
+    got = collie_sched_recv(s, au_real(au_binomial_parent(v), root, n), recv, len, COLLIE_NODEPS);
   }
-  int kids[TU_MAX_CHILDREN], nk = tu_binomial_children(v, n, kids);
-  for (int i = 0; i < nk; i++) collie_sched_send(s, tu_real(kids[i], root, n), src, len, COLLIE_DEP1(got));
-  return tu_finish(s);
+  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, n, kids);
+  for (int i = 0; i < nk; i++) collie_sched_send(s, au_real(kids[i], root, n), src, len, COLLIE_DEP1(got));
+  return au_finish(s);
 }
 
 /* Binomial reduce: each rank folds its children's subtree results into its own
@@ -140,24 +138,24 @@ COLLIE_ALGO_DECL(collie_binomial_broadcast) {
  *
  * Cost: ceil(log2 p) (alpha + n beta + n gamma). */
 COLLIE_ALGO_DECL(collie_binomial_reduce) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, root = args->root, v = tu_vrank(args->rank, root, n);
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
   const uint64_t len = (uint64_t)args->count * args->elem_size;
-  if (!len) return tu_finish(s);
+  if (!len) return au_finish(s);
   const collie_bufref_t local = collie_ref(v == 0 && args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND, 0);
   const collie_bufref_t acc = collie_ref(v == 0 ? COLLIE_BUF_RECV : COLLIE_BUF_SCRATCH, 0);
-  int kids[TU_MAX_CHILDREN], nk = tu_binomial_children(v, n, kids);
+  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, n, kids);
   uint32_t last = COLLIE_NO_STEP;
   for (int i = nk - 1; i >= 0; i--) /* kids[] lists the largest subtree first */
-    last = collie_sched_recv_reduce(s, tu_real(kids[i], root, n), i == nk - 1 ? local : acc, acc, len,
+    last = collie_sched_recv_reduce(s, au_real(kids[i], root, n), i == nk - 1 ? local : acc, acc, len,
                                     COLLIE_DEP1(last));
   if (v == 0) {
-    if (!nk && !same_bytes(local, acc)) collie_sched_copy(s, local, acc, len, COLLIE_NODEPS);
+    if (!nk && !au_same_bytes(local, acc)) collie_sched_copy(s, local, acc, len, COLLIE_NODEPS);
   } else {
     if (nk) s->scratch_bytes = len;
-    collie_sched_send(s, tu_real(tu_binomial_parent(v), root, n), nk ? acc : local, len, COLLIE_DEP1(last));
+    collie_sched_send(s, au_real(au_binomial_parent(v), root, n), nk ? acc : local, len, COLLIE_DEP1(last));
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* The blocks of virtual ranks [v, v + size) are contiguous in the root's buffer unless they
@@ -165,7 +163,7 @@ COLLIE_ALGO_DECL(collie_binomial_reduce) {
  * in two at the wrap: *first blocks starting at real block (v + root) % p, then the rest
  * starting at real block 0. Returns *first; the rest is size - *first. */
 static int split_at_wrap(int v, int size, int root, int n) {
-  int real = tu_real(v, root, n);
+  int real = au_real(v, root, n);
   return size < n - real ? size : n - real;
 }
 
@@ -175,32 +173,32 @@ static int split_at_wrap(int v, int size, int root, int n) {
  *
  * Cost: ceil(log2 p) alpha + (p-1)/p n beta. */
 COLLIE_ALGO_DECL(collie_binomial_scatter) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, root = args->root, v = tu_vrank(args->rank, root, n);
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
   const uint64_t blk = (uint64_t)args->count * args->elem_size;
-  if (!blk) return tu_finish(s);
+  if (!blk) return au_finish(s);
   const collie_bufref_t recv = collie_ref(COLLIE_BUF_RECV, 0);
-  int kids[TU_MAX_CHILDREN], nk = tu_binomial_children(v, n, kids);
+  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, n, kids);
 
   if (v == 0) {
     /* In place the root's block already is its receive buffer. */
     if (!args->in_place)
       collie_sched_copy(s, collie_ref(COLLIE_BUF_SEND, (uint64_t)root * blk), recv, blk, COLLIE_NODEPS);
     for (int i = 0; i < nk; i++) {
-      int c = kids[i], size = tu_binomial_size(c, n), first = split_at_wrap(c, size, root, n);
-      int to = tu_real(c, root, n);
+      int c = kids[i], size = au_binomial_size(c, n), first = split_at_wrap(c, size, root, n);
+      int to = au_real(c, root, n);
       collie_sched_send(s, to, collie_ref(COLLIE_BUF_SEND, (uint64_t)to * blk), (uint64_t)first * blk,
                         COLLIE_NODEPS);
       if (size > first)
         collie_sched_send(s, to, collie_ref(COLLIE_BUF_SEND, 0), (uint64_t)(size - first) * blk, COLLIE_NODEPS);
     }
-    return tu_finish(s);
+    return au_finish(s);
   }
 
-  const int parent = tu_binomial_parent(v), from = tu_real(parent, root, n), size = tu_binomial_size(v, n);
+  const int parent = au_binomial_parent(v), from = au_real(parent, root, n), size = au_binomial_size(v, n);
   if (size == 1) { /* a leaf: its block straight into place */
     collie_sched_recv(s, from, recv, blk, COLLIE_NODEPS);
-    return tu_finish(s);
+    return au_finish(s);
   }
   s->scratch_bytes = (uint64_t)size * blk; /* virtual block v + i at i * blk */
   int first = parent == 0 ? split_at_wrap(v, size, root, n) : size;
@@ -212,10 +210,10 @@ COLLIE_ALGO_DECL(collie_binomial_scatter) {
   collie_sched_copy(s, collie_ref(COLLIE_BUF_SCRATCH, 0), recv, blk, COLLIE_DEP2(got0, got1));
   for (int i = 0; i < nk; i++) {
     int c = kids[i];
-    collie_sched_send(s, tu_real(c, root, n), collie_ref(COLLIE_BUF_SCRATCH, (uint64_t)(c - v) * blk),
-                      (uint64_t)tu_binomial_size(c, n) * blk, COLLIE_DEP2(got0, got1));
+    collie_sched_send(s, au_real(c, root, n), collie_ref(COLLIE_BUF_SCRATCH, (uint64_t)(c - v) * blk),
+                      (uint64_t)au_binomial_size(c, n) * blk, COLLIE_DEP2(got0, got1));
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* Binomial gather: the mirror image of the scatter. Each inner rank collects its subtree's
@@ -225,46 +223,46 @@ COLLIE_ALGO_DECL(collie_binomial_scatter) {
  *
  * Cost: ceil(log2 p) alpha + (p-1)/p n beta. */
 COLLIE_ALGO_DECL(collie_binomial_gather) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, root = args->root, v = tu_vrank(args->rank, root, n);
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
   const uint64_t blk = (uint64_t)args->count * args->elem_size;
-  if (!blk) return tu_finish(s);
+  if (!blk) return au_finish(s);
   const collie_bufref_t send = collie_ref(COLLIE_BUF_SEND, 0);
-  int kids[TU_MAX_CHILDREN], nk = tu_binomial_children(v, n, kids);
+  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, n, kids);
 
   if (v == 0) {
     /* In place the root's block already is in its receive buffer. */
     if (!args->in_place) collie_sched_copy(s, send, collie_ref(COLLIE_BUF_RECV, (uint64_t)root * blk), blk, COLLIE_NODEPS);
     for (int i = 0; i < nk; i++) {
-      int c = kids[i], size = tu_binomial_size(c, n), first = split_at_wrap(c, size, root, n);
-      int from = tu_real(c, root, n);
+      int c = kids[i], size = au_binomial_size(c, n), first = split_at_wrap(c, size, root, n);
+      int from = au_real(c, root, n);
       collie_sched_recv(s, from, collie_ref(COLLIE_BUF_RECV, (uint64_t)from * blk), (uint64_t)first * blk,
                         COLLIE_NODEPS);
       if (size > first)
         collie_sched_recv(s, from, collie_ref(COLLIE_BUF_RECV, 0), (uint64_t)(size - first) * blk, COLLIE_NODEPS);
     }
-    return tu_finish(s);
+    return au_finish(s);
   }
 
-  const int parent = tu_binomial_parent(v), to = tu_real(parent, root, n), size = tu_binomial_size(v, n);
+  const int parent = au_binomial_parent(v), to = au_real(parent, root, n), size = au_binomial_size(v, n);
   if (size == 1) { /* a leaf: its block as it is */
     collie_sched_send(s, to, send, blk, COLLIE_NODEPS);
-    return tu_finish(s);
+    return au_finish(s);
   }
   s->scratch_bytes = (uint64_t)size * blk; /* virtual block v + i at i * blk */
-  uint32_t have[TU_MAX_CHILDREN + 1];
+  uint32_t have[AU_MAX_CHILDREN + 1];
   have[0] = collie_sched_copy(s, send, collie_ref(COLLIE_BUF_SCRATCH, 0), blk, COLLIE_NODEPS);
   for (int i = 0; i < nk; i++) {
     int c = kids[i];
-    have[i + 1] = collie_sched_recv(s, tu_real(c, root, n), collie_ref(COLLIE_BUF_SCRATCH, (uint64_t)(c - v) * blk),
-                                    (uint64_t)tu_binomial_size(c, n) * blk, COLLIE_NODEPS);
+    have[i + 1] = collie_sched_recv(s, au_real(c, root, n), collie_ref(COLLIE_BUF_SCRATCH, (uint64_t)(c - v) * blk),
+                                    (uint64_t)au_binomial_size(c, n) * blk, COLLIE_NODEPS);
   }
   int first = parent == 0 ? split_at_wrap(v, size, root, n) : size;
   collie_sched_send(s, to, collie_ref(COLLIE_BUF_SCRATCH, 0), (uint64_t)first * blk, have, (uint32_t)nk + 1);
   if (size > first)
     collie_sched_send(s, to, collie_ref(COLLIE_BUF_SCRATCH, (uint64_t)first * blk), (uint64_t)(size - first) * blk,
                       have, (uint32_t)nk + 1);
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* ---- chains --------------------------------------------------------------------------- */
@@ -274,23 +272,23 @@ COLLIE_ALGO_DECL(collie_binomial_gather) {
  *
  * Cost: (p - 2 + k) (alpha + n/k beta). */
 COLLIE_ALGO_DECL(collie_chain_broadcast) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, root = args->root, v = tu_vrank(args->rank, root, n);
-  const uint64_t es = args->elem_size, count = args->count, ce = tu_chunk_elems(args);
-  if (!count) return tu_finish(s);
-  const int prev = tu_real(v - 1 + n, root, n), next = v + 1 < n ? tu_real(v + 1, root, n) : -1;
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
+  const uint64_t es = args->elem_size, count = args->count, ce = au_chunk_elems(args);
+  if (!count) return au_finish(s);
+  const int prev = au_real(v - 1 + n, root, n), next = v + 1 < n ? au_real(v + 1, root, n) : -1;
   collie_buf_t src = COLLIE_BUF_RECV;
   if (v == 0 && !args->in_place) {
     src = COLLIE_BUF_SEND; /* forward from the source, not after the copy */
     collie_sched_copy(s, collie_ref(COLLIE_BUF_SEND, 0), collie_ref(COLLIE_BUF_RECV, 0), count * es, COLLIE_NODEPS);
   }
   for (uint64_t first = 0; first < count; first += ce) {
-    uint64_t off = first * es, len = tu_min64(ce, count - first) * es;
+    uint64_t off = first * es, len = au_min64(ce, count - first) * es;
     uint32_t got = COLLIE_NO_STEP;
     if (v > 0) got = collie_sched_recv(s, prev, collie_ref(COLLIE_BUF_RECV, off), len, COLLIE_NODEPS);
     if (next >= 0) collie_sched_send(s, next, collie_ref(src, off), len, COLLIE_DEP1(got));
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
 
 /* Scratch slots per rank for chain reduce: chunk c uses slot c % CHAIN_SLOTS, so scratch
@@ -305,22 +303,18 @@ COLLIE_ALGO_DECL(collie_chain_broadcast) {
  *
  * Cost: (p - 2 + k) (alpha + n/k beta + n/k gamma). */
 COLLIE_ALGO_DECL(collie_chain_reduce) {
-  if (!tu_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, root = args->root, v = tu_vrank(args->rank, root, n);
-  const uint64_t es = args->elem_size, count = args->count, ce = tu_chunk_elems(args);
-  if (!count) return tu_finish(s);
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
+  const uint64_t es = args->elem_size, count = args->count, ce = au_chunk_elems(args);
+  if (!count) return au_finish(s);
   const collie_buf_t in = v == 0 && args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
-  if (n == 1) {
-    if (in != COLLIE_BUF_RECV)
-      collie_sched_copy(s, collie_ref(in, 0), collie_ref(COLLIE_BUF_RECV, 0), count * es, COLLIE_NODEPS);
-    return tu_finish(s);
-  }
-  const int prev = v > 0 ? tu_real(v - 1, root, n) : -1, next = v + 1 < n ? tu_real(v + 1, root, n) : -1;
-  if (v > 0 && next >= 0) s->scratch_bytes = tu_min64(count, CHAIN_SLOTS * ce) * es;
+  if (n == 1) return au_copy_only(args, s, count);
+  const int prev = v > 0 ? au_real(v - 1, root, n) : -1, next = v + 1 < n ? au_real(v + 1, root, n) : -1;
+  if (v > 0 && next >= 0) s->scratch_bytes = au_min64(count, CHAIN_SLOTS * ce) * es;
   uint32_t slot_sent[CHAIN_SLOTS] = {COLLIE_NO_STEP, COLLIE_NO_STEP, COLLIE_NO_STEP, COLLIE_NO_STEP};
   uint64_t c = 0;
   for (uint64_t first = 0; first < count; first += ce, c++) {
-    uint64_t off = first * es, len = tu_min64(ce, count - first) * es;
+    uint64_t off = first * es, len = au_min64(ce, count - first) * es;
     const collie_bufref_t local = collie_ref(in, off);
     if (next < 0) { /* the last rank: its contribution as it is */
       collie_sched_send(s, prev, local, len, COLLIE_NODEPS);
@@ -333,5 +327,5 @@ COLLIE_ALGO_DECL(collie_chain_reduce) {
     uint32_t done = collie_sched_recv_reduce(s, next, local, acc, len, COLLIE_DEP1(slot_sent[slot]));
     if (v > 0) slot_sent[slot] = collie_sched_send(s, prev, acc, len, COLLIE_DEP1(done));
   }
-  return tu_finish(s);
+  return au_finish(s);
 }
