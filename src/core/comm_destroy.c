@@ -35,11 +35,13 @@ void collie_comm_teardown(collie_comm_t *comm) {
   for (int r = 0; comm->peers && r < comm->nranks; r++)
     if (comm->peers[r].tp && comm->peers[r].tp->close) comm->peers[r].tp->close(comm, &comm->peers[r]);
   pthread_mutex_unlock(&comm->lock);
-  collie_shm_destroy(comm);
   collie_tcp_destroy(comm);
+  /* The shared segments stay mapped until the last reference goes (collie_comm_free): a
+   * thread still inside a wait on this communicator may be about to sleep on its doorbell. */
 }
 
 void collie_comm_free(collie_comm_t *comm) {
+  collie_shm_destroy(comm);
   free(comm->cards);
   free(comm->peers);
   free(comm->local_ranks);
