@@ -6,7 +6,7 @@ PREFIX     ?= /usr/local
 JOBS       ?= $(shell nproc)
 CTEST_ARGS ?=
 
-.PHONY: all build deps demo test test-fast test-asan install clean
+.PHONY: all build deps demo test test-fast test-asan install clean bench
 
 all: build
 
@@ -34,6 +34,11 @@ test-asan:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCOLLIE_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	scripts/run-tests.sh $(ASAN_BUILD) -LE noasan $(CTEST_ARGS)
+
+# collie against Open MPI, MPICH and Gloo on this host (bench/README.md); about 15 minutes,
+# BENCH_QUICK=1 for a 3-minute subset. Writes bench/results/latest.md and PNGs.
+bench: deps build
+	BENCH_QUICK=$(BENCH_QUICK) /usr/bin/python3 bench/compare/run.py --build $(BUILD)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
