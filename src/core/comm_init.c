@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,19 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   free(use_tcp);
   if (res && err) return COLLIE_ERR_SYSTEM;
   return res;
+}
+
+/* When the ranks of this host outnumber the cores this process may use, polling only keeps
+ * a peer that has work off the core: measured on 2 cores, an 8 B allreduce took 77 us on
+ * 4 ranks with 20 us of polling and 5 us without (8 ranks: 102 us and 11 us). So an
+ * oversubscribed rank yields at once, unless COLLIE_SPIN says otherwise. */
+static void choose_wait_policy(collie_comm_t *comm) {
+  cpu_set_t set;
+  int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  bool user_spin = strcmp(collie_param_source(COLLIE_P_SPIN), "environment") == 0;
+  if (!user_spin && cores > 0 && comm->nlocal > cores) comm->spin = 0;
+  COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "%d ranks on this host, %d cores: poll %d us, yield %d us, then sleep",
+              comm->nlocal, cores, comm->spin, comm->yield);
 }
 
 static void log_topology(collie_comm_t *comm) {
@@ -201,6 +215,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   if (res) goto fail;
   res = collie_start_progress_thread(comm);
   if (res) goto fail;
+  choose_wait_policy(comm);
   log_topology(comm);
   *out = comm;
   return COLLIE_SUCCESS;
