@@ -22,7 +22,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
 
   const collie_algo_t *cands[16];
   bool forced;
-  int n = collie_tune_candidates(comm->algo_spec, args->coll, comm->nranks, call->bytes, cands, 16, &forced);
+  int n = collie_tune_candidates(comm, args->coll, call->bytes, cands, 16, &forced);
   const collie_algo_t *chosen = NULL;
   collie_sched_t *s = NULL;
   int *users = NULL;
@@ -55,10 +55,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   if (!chosen)
     return collie_error(comm, COLLIE_ERR_INTERNAL, "%s on rank %d: no algorithm could build a schedule for %zu bytes "
                         "on %d ranks", fn, comm->rank, call->bytes, comm->nranks);
-  if (!cached)
-    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: %zu bytes on %d ranks -> %s (%s)", collie_coll_name(args->coll),
-                call->bytes, comm->nranks, chosen->name,
-                forced && chosen == cands[0] ? "forced by COLLIE_ALGO" : "cost model");
+  if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
   collie_op_t *op = collie_op_create(comm, s, users == NULL, call->sendbuf, call->recvbuf, args->coll, call->sig_count,
                                      call->dt, call->op, call->root);
   if (!op) {

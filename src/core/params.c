@@ -45,14 +45,19 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                 "Bytes per shared-memory slot; a message moves in slot-sized pieces."},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
                                   "1: a background thread progresses nonblocking operations."},
-    [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "20",
+    [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "2",
                        "Microseconds a waiting rank polls before it starts yielding its core."},
     [COLLIE_P_YIELD] = {"COLLIE_YIELD", COLLIE_PT_INT, "2000",
                         "Microseconds a waiting rank yields (sched_yield) before it sleeps on a futex."},
     [COLLIE_P_ALGO] = {"COLLIE_ALGO", COLLIE_PT_STRING, NULL,
                        "Force algorithms: 'ring' (every collective that has it), "
                        "'allreduce:tree;allgather:bruck', '^mesh' to exclude."},
-    [COLLIE_P_PROTO] = {"COLLIE_PROTO", COLLIE_PT_STRING, NULL, "Force a protocol (reserved)."},
+    [COLLIE_P_PROTO] = {"COLLIE_PROTO", COLLIE_PT_STRING, NULL,
+                        "Protocol: simple (the only one today, and the default); ll is reserved for a "
+                        "low-latency protocol and runs as simple. Other names are refused."},
+    [COLLIE_P_TUNING_FILE] = {"COLLIE_TUNING_FILE", COLLIE_PT_STRING, NULL,
+                              "Cost-model figures (alpha, beta per transport, gamma) written by collie-tune; "
+                              "read at communicator creation. Unset: built-in defaults (docs/tuning.md)."},
     [COLLIE_P_CHUNK_SIZE] = {"COLLIE_CHUNK_SIZE", COLLIE_PT_SIZE, "64K",
                              "Pipelining chunk of the collective algorithms."},
     [COLLIE_P_RANK] = {"COLLIE_RANK", COLLIE_PT_INT, NULL, "This process's rank (set by collie-run)."},

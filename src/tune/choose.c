@@ -1,116 +1,164 @@
-/* Which algorithm serves a collective: the user's COLLIE_ALGO when it applies, else a
- * simple alpha-beta estimate over the algorithms of that collective. */
+/* Which algorithm serves a collective: the user's COLLIE_ALGO when it applies, else the
+ * cheapest by the cost model (cost_model.c) over the communicator's table. */
 #include <stdio.h>
 #include <string.h>
 
+#include "core/comm.h"
 #include "core/log.h"
 #include "tune/tune.h"
 
-/* Rough per-transport figures for this machine kind (issue 5 measures them). */
-#define ALPHA_US 2.0   /* per message round */
-#define BETA_US_PER_B (1.0 / 3000.0) /* 3 GB/s */
-
-static int ceil_log2(int n) {
-  int k = 0;
-  while ((1 << k) < n) k++;
-  return k;
-}
-
-/* Estimated microseconds for one rank's part of the collective. */
-static double estimate(const char *name, collie_coll_t coll, int p, double bytes) {
-  double lg = ceil_log2(p), a = ALPHA_US, b = BETA_US_PER_B, frac = (p - 1.0) / p;
-  if (p == 1) return 0;
-  switch (coll) {
-    case COLLIE_COLL_ALLREDUCE:
-      if (!strcmp(name, "ring")) return 2 * (p - 1) * a + 2 * frac * bytes * b;
-      if (!strcmp(name, "rd")) return lg * a + lg * bytes * b;
-      if (!strcmp(name, "hd")) return 2 * lg * a + 2 * frac * bytes * b + (p & (p - 1) ? 2 * a + bytes * b : 0);
-      if (!strcmp(name, "tree")) return 2 * lg * a + 2 * bytes * b;
-      if (!strcmp(name, "mesh")) return 2 * a + 2 * frac * bytes * b * (p > 4 ? 1.5 : 1.0);
-      break;
-    case COLLIE_COLL_ALLGATHER:
-    case COLLIE_COLL_ALLGATHERV:
-    case COLLIE_COLL_REDUCE_SCATTER:
-    case COLLIE_COLL_REDUCE_SCATTERV:
-      if (!strcmp(name, "ring")) return (p - 1) * a + frac * bytes * b;
-      if (!strcmp(name, "rd") || !strcmp(name, "hd") || !strcmp(name, "bruck")) return lg * a + frac * bytes * b * 1.1;
-      if (!strcmp(name, "mesh")) return a + frac * bytes * b * (p > 4 ? 1.5 : 1.0);
-      break;
-    case COLLIE_COLL_BROADCAST:
-      if (!strcmp(name, "binomial")) return lg * (a + bytes * b);
-      if (!strcmp(name, "chain")) return (p - 1) * a + bytes * b * 1.2;
-      if (!strcmp(name, "scatter_allgather")) return (lg + p - 1) * a + 2 * frac * bytes * b;
-      break;
-    case COLLIE_COLL_REDUCE:
-      if (!strcmp(name, "binomial")) return lg * (a + bytes * b);
-      if (!strcmp(name, "chain")) return (p - 1) * a + bytes * b * 1.2;
-      if (!strcmp(name, "rs_gather")) return 2 * (p - 1) * a + 2 * frac * bytes * b;
-      break;
-    case COLLIE_COLL_ALLTOALL:
-    case COLLIE_COLL_ALLTOALLV:
-      if (!strcmp(name, "pairwise")) return (p - 1) * a + frac * bytes * b;
-      if (!strcmp(name, "bruck")) return lg * a + lg * bytes * b / 2;
-      if (!strcmp(name, "mesh")) return a + frac * bytes * b * 1.1;
-      break;
-    default:
-      break;
-  }
-  return 1e18;
-}
-
-static bool excluded(const collie_algo_spec_t *spec, collie_coll_t coll, const char *name) {
-  for (int i = 0; i < spec->n; i++)
-    if (spec->e[i].exclude && (spec->e[i].coll < 0 || spec->e[i].coll == (int)coll) && !strcmp(spec->e[i].name, name))
+static bool excluded(const collie_algo_rules_t *rules, collie_coll_t coll, const char *name) {
+  for (int i = 0; i < rules->n; i++)
+    if (rules->e[i].exclude && (rules->e[i].coll < 0 || rules->e[i].coll == (int)coll) &&
+        !strcmp(rules->e[i].name, name))
       return true;
   return false;
 }
 
-int collie_tune_candidates(const collie_algo_spec_t *spec, collie_coll_t coll, int nranks, size_t bytes,
-                           const collie_algo_t **out, int max, bool *forced) {
+/* Algorithms without a formula sort after every estimated one. */
+#define NO_ESTIMATE 1e300
+
+int collie_tune_rank(const collie_algo_rules_t *rules, const collie_tune_ctx_t *ctx, collie_coll_t coll, size_t bytes,
+                     const collie_algo_t **out, double *est, int max, bool *forced) {
   int n = 0;
   *forced = false;
+  if (max <= 0) return 0;
   /* A per-collective entry beats a global one. */
   const char *want = NULL;
-  for (int i = 0; i < spec->n; i++)
-    if (!spec->e[i].exclude && spec->e[i].coll == (int)coll) want = spec->e[i].name;
+  for (int i = 0; rules && i < rules->n; i++)
+    if (!rules->e[i].exclude && rules->e[i].coll == (int)coll) want = rules->e[i].name;
   if (!want)
-    for (int i = 0; i < spec->n; i++)
-      if (!spec->e[i].exclude && spec->e[i].coll < 0 && collie_algo_find(coll, spec->e[i].name)) {
-        want = spec->e[i].name;
+    for (int i = 0; rules && i < rules->n; i++)
+      if (!rules->e[i].exclude && rules->e[i].coll < 0 && collie_algo_find(coll, rules->e[i].name)) {
+        want = rules->e[i].name;
         break;
       }
   if (want) {
     const collie_algo_t *a = collie_algo_find(coll, want);
     if (a) {
+      if (est) {
+        double e = collie_tune_estimate(ctx, coll, a->name, bytes);
+        est[n] = e < 0 ? NO_ESTIMATE : e;
+      }
       out[n++] = a;
       *forced = true;
     }
   }
-  /* The rest, cheapest first. */
+  /* The rest, cheapest first; equal estimates keep the registry's order. */
   const collie_algo_t *rest[32];
   double cost[32];
   int m = 0;
   for (const collie_algo_t *a = collie_algos; a->name && m < 32; a++) {
-    if (a->coll != coll || (n && a == out[0]) || excluded(spec, coll, a->name)) continue;
+    if (a->coll != coll || (n && a == out[0]) || (rules && excluded(rules, coll, a->name))) continue;
+    double e = collie_tune_estimate(ctx, coll, a->name, bytes);
     rest[m] = a;
-    cost[m] = estimate(a->name, coll, nranks, (double)bytes);
+    cost[m] = e < 0 ? NO_ESTIMATE : e;
     m++;
   }
-  for (int i = 0; i < m; i++)
-    for (int j = i + 1; j < m; j++)
-      if (cost[j] < cost[i]) {
-        double tc = cost[i];
-        cost[i] = cost[j];
-        cost[j] = tc;
-        const collie_algo_t *ta = rest[i];
-        rest[i] = rest[j];
-        rest[j] = ta;
-      }
-  for (int i = 0; i < m && n < max; i++) out[n++] = rest[i];
+  for (int i = 1; i < m; i++) /* insertion sort: stable */
+    for (int j = i; j > 0 && cost[j] < cost[j - 1]; j--) {
+      double tc = cost[j];
+      cost[j] = cost[j - 1];
+      cost[j - 1] = tc;
+      const collie_algo_t *ta = rest[j];
+      rest[j] = rest[j - 1];
+      rest[j - 1] = ta;
+    }
+  for (int i = 0; i < m && n < max; i++) {
+    if (est) est[n] = cost[i];
+    out[n++] = rest[i];
+  }
   /* Everything excluded: keep the fallback so that the collective still works. */
   if (n == 0) {
     const collie_algo_t *a = collie_algo_find(coll, NULL);
-    if (a) out[n++] = a;
+    if (a) {
+      if (est) est[n] = NO_ESTIMATE;
+      out[n++] = a;
+    }
   }
   return n;
+}
+
+/* Ranks on the busiest host, from every rank's host identity (the same on every rank). */
+static int busiest_host(const collie_comm_t *comm) {
+  if (!comm->cards) return comm->nlocal > 0 ? comm->nlocal : 1;
+  int best = 1;
+  for (int r = 0; r < comm->nranks; r++) {
+    int same = 0, first = 1;
+    for (int q = 0; q < comm->nranks && first; q++) {
+      if (strcmp(comm->cards[q].host_id, comm->cards[r].host_id)) continue;
+      if (q < r) first = 0; /* counted already, at its first rank */
+      same++;
+    }
+    if (first && same > best) best = same;
+  }
+  return best;
+}
+
+static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
+  collie_tune_state_t *st = comm->algo_spec;
+  int hr = atomic_load_explicit(&st->host_ranks, memory_order_relaxed);
+  if (!hr) {
+    hr = busiest_host(comm);
+    atomic_store_explicit(&st->host_ranks, hr, memory_order_relaxed);
+  }
+  ctx->table = &st->table;
+  /* All ranks on one host: shared memory. Otherwise the slower link, TCP, dominates. */
+  ctx->link = comm->nlocal == comm->nranks ? COLLIE_LINK_SHM : COLLIE_LINK_TCP;
+  ctx->nranks = comm->nranks;
+  /* Oversubscription only within one host: every rank then sees the same core count.
+   * Across hosts a rank cannot know the others' cores, and ranks that weighed it
+   * differently would choose different algorithms. */
+  ctx->ranks_per_core = hr == comm->nranks ? (double)hr / (st->ncpus > 0 ? st->ncpus : 1) : 1.0;
+  ctx->chunk_bytes = comm->chunk_bytes;
+}
+
+int collie_tune_candidates(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t **out, int max,
+                           bool *forced) {
+  collie_tune_ctx_t ctx;
+  make_ctx(comm, &ctx);
+  return collie_tune_rank(&comm->algo_spec->rules, &ctx, coll, bytes, out, NULL, max, forced);
+}
+
+void collie_tune_log_choice(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t *const *cands,
+                            int n, const collie_algo_t *chosen, bool forced) {
+  if (!collie_log_enabled(COLLIE_LOG_INFO, COLLIE_SUB_TUNE)) return;
+  collie_tune_ctx_t ctx;
+  make_ctx(comm, &ctx);
+  collie_tune_state_t *st = comm->algo_spec;
+  if (comm->rank == 0 && !atomic_exchange(&st->described, 1)) {
+    const int l = ctx.link, hr = atomic_load(&st->host_ranks);
+    const double r = ctx.ranks_per_core > 1 ? ctx.ranks_per_core : 1;
+    char over[160];
+    if (hr != comm->nranks)
+      snprintf(over, sizeof over, "ranks on several hosts (up to %d on one): no oversubscription factor", hr);
+    else
+      snprintf(over, sizeof over, "%d ranks on %d cores: alpha x%.3g, beta gamma delta x%.3g", hr, st->ncpus,
+               1 + st->table.oversub_alpha_scale * (r - 1), r);
+    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank,
+                "cost model for communicator %016llx: transport %s (%d of %d ranks on this host), alpha %.3g us, "
+                "beta %.3g us/B, gamma %.3g us/B, delta %.3g us/B; %s; source %s",
+                (unsigned long long)comm->comm_hash, collie_link_name(ctx.link), comm->nlocal, comm->nranks,
+                st->table.link[l].alpha_us, st->table.link[l].beta_us_per_byte, st->table.gamma_us_per_byte,
+                st->table.delta_us_per_byte, over, st->table.source);
+  }
+  const bool was_forced = forced && n > 0 && chosen == cands[0];
+  const char *why = was_forced ? "forced by COLLIE_ALGO" : forced ? "forced algorithm declined; cost model" : "cost model";
+  if (comm->rank != 0) { /* rank 0 speaks for the model: every rank computes the same */
+    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: %zu bytes on %d ranks -> %s (%s)", collie_coll_name(coll), bytes,
+                comm->nranks, chosen ? chosen->name : "none", why);
+    return;
+  }
+  char line[1024];
+  size_t o = 0;
+  for (int i = 0; i < n && o < sizeof(line) - 64; i++) {
+    double e = collie_tune_estimate(&ctx, coll, cands[i]->name, bytes);
+    if (e < 0)
+      o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s ?", i ? ", " : "", cands[i]->name);
+    else
+      o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s %.4g us", i ? ", " : "", cands[i]->name, e);
+  }
+  COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: %zu bytes on %d ranks -> %s (%s); estimates over %s: %s",
+              collie_coll_name(coll), bytes, comm->nranks, chosen ? chosen->name : "none", why,
+              collie_link_name(ctx.link), line);
 }

@@ -1,0 +1,197 @@
+/* The cost model: one formula per (collective, algorithm), as the algorithm's header
+ * comment in src/algo/ states it, kept as data. For p ranks, n bytes (the size the
+ * collective's call weighs: the whole vector, or a rank's whole receive / send buffer, or
+ * the root's buffer), L = ceil(log2 p) and f = (p-1)/p:
+ *
+ *   messages = m_one + m_log L + m_pm1 (p-1)         (a rank's messages: the alpha terms)
+ *   bytes    = n (b_one + b_log L + b_frac f)        (sent by a rank)
+ *   reduced  = n (g_one + g_log L + g_frac f)        (combined by a rank)
+ *   copied   = n (d_one + d_log L)                   (moved locally, e.g. Bruck's rotation)
+ *   estimate = messages alpha + bytes beta + reduced gamma + copied delta
+ *
+ * Recursive doubling / halving (fold) work on the largest power of two p' <= p, so L and
+ * f use p'; when p is not a power of two they add the x_* terms (the fold-in and
+ * hand-back). Pipelined algorithms cut the data into chunks of COLLIE_CHUNK_SIZE:
+ *   BLOCK  (ring): every message of a round is c = ceil(n / p / chunk) chunk messages,
+ *          and "the pipeline hides all but one chunk's worth of reduction" (ring.c): the
+ *          reduced term is at most one chunk, as long as every rank has a core (with
+ *          more ranks than cores no core is free to overlap anything);
+ *   STREAM (tree, chain): k = ceil(s n / chunk) chunks stream through: the m_* messages
+ *          fill the pipeline and k more drain it. With `fill`, each of the (m + k) steps
+ *          moves n/k bytes (a chain: (p-2+k)(alpha + n/k beta)); without, bytes are as
+ *          written (the tree's "about 2 n beta").
+ *
+ * alpha and beta are the transport's (shm when every rank shares a host, else tcp), gamma
+ * the reduction kernels', delta the local copy's; each may be scaled per (collective,
+ * algorithm) by the tuning file. When the busiest host has r > 1 ranks per core, alpha
+ * grows by 1 + oversub.alpha_scale (r - 1) and beta, gamma and delta by r (the figures
+ * are measured with a core per rank). */
+#include <math.h>
+#include <string.h>
+
+#include "tune/tune.h"
+
+typedef enum { PIPE_NONE, PIPE_BLOCK, PIPE_STREAM } pipe_t;
+
+typedef struct {
+  collie_coll_t coll;
+  const char *algo;
+  pipe_t pipe;
+  double stream; /* STREAM: the fraction of n that one pipeline carries */
+  bool fold, fill;
+  double m_one, m_log, m_pm1;
+  double b_one, b_log, b_frac;
+  double g_one, g_log, g_frac;
+  double d_one, d_log;
+  double x_msgs, x_bytes, x_red; /* fold: extra when p is not a power of two */
+  const char *text;
+} formula_t;
+
+#define C(x) COLLIE_COLL_##x
+/* clang-format off */
+static const formula_t formulas[] = {
+  /* coll             algo                 pipe         s    fold   fill   m1  mL  mP    b1  bL  bf    g1  gL  gf    d1  dL    x_m x_b x_g */
+  {C(ALLREDUCE),      "ring",              PIPE_BLOCK,  0,   false, false, 0,  0,  2,    0,  0,  2,    0,  0,  1,    0,  0,    0,  0,  0,
+   "2(p-1) c alpha + 2 (p-1)/p n beta + min((p-1)/p n, chunk) gamma (a core per rank), c = chunks per block"},
+  {C(ALLREDUCE),      "tree",              PIPE_STREAM, 0.5, false, false, 0,  2,  0,    2,  0,  0,    1,  0,  0,    0,  0,    0,  0,  0,
+   "(2 ceil(log2 p) + k) alpha + 2 n beta + n gamma, k = chunks per tree"},
+  {C(ALLREDUCE),      "mesh",              PIPE_NONE,   0,   false, false, 0,  0,  2,    0,  0,  2,    0,  0,  1,    0,  0,    0,  0,  0,
+   "2 (p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma"},
+  {C(ALLREDUCE),      "rd",                PIPE_NONE,   0,   true,  false, 0,  1,  0,    0,  1,  0,    0,  1,  0,    0,  0,    2,  2,  1,
+   "log2(p) (alpha + n beta + n gamma); not a power of two: + 2 alpha + 2 n beta + n gamma"},
+  {C(ALLREDUCE),      "hd",                PIPE_NONE,   0,   true,  false, 0,  2,  0,    0,  0,  2,    0,  0,  1,    0,  0,    2,  2,  1,
+   "2 log2(p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma; not a power of two: + 2 alpha + 2 n beta + n gamma"},
+  {C(ALLGATHER),      "ring",              PIPE_BLOCK,  0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(p-1) c alpha + (p-1)/p n beta, c = chunks per block"},
+  {C(ALLGATHER),      "rd",                PIPE_NONE,   0,   true,  false, 0,  1,  0,    0,  0,  1,    0,  0,  0,    0,  0,    2,  1,  0,
+   "log2(p) alpha + (p-1)/p n beta; not a power of two: + 2 alpha + n beta"},
+  {C(ALLGATHER),      "bruck",             PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  0,  1,    0,  0,  0,    1,  0,    0,  0,  0,
+   "ceil(log2 p) alpha + (p-1)/p n beta + n delta"},
+  {C(ALLGATHER),      "mesh",              PIPE_NONE,   0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(p-1) alpha + (p-1)/p n beta"},
+  {C(REDUCE_SCATTER), "ring",              PIPE_BLOCK,  0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  1,    0,  0,    0,  0,  0,
+   "(p-1) c alpha + (p-1)/p n beta + min((p-1)/p n, chunk) gamma (a core per rank), c = chunks per block"},
+  {C(REDUCE_SCATTER), "hd",                PIPE_NONE,   0,   true,  false, 0,  1,  0,    0,  0,  1,    0,  0,  1,    0,  0,    2,  1,  1,
+   "log2(p) alpha + (p-1)/p n beta + (p-1)/p n gamma; not a power of two: + 2 alpha + n beta + n gamma"},
+  {C(REDUCE_SCATTER), "mesh",              PIPE_NONE,   0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  1,    0,  0,    0,  0,  0,
+   "(p-1) alpha + (p-1)/p n beta + (p-1)/p n gamma"},
+  {C(BROADCAST),      "binomial",          PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  1,  0,    0,  0,  0,    0,  0,    0,  0,  0,
+   "ceil(log2 p) (alpha + n beta)"},
+  {C(BROADCAST),      "chain",             PIPE_STREAM, 1,   false, true,  -1, 0,  1,    1,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(p - 2 + k) (alpha + n/k beta), k = chunks"},
+  {C(BROADCAST),      "scatter_allgather", PIPE_NONE,   0,   false, false, 0,  1,  1,    0,  0,  2,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(ceil(log2 p) + p - 1) alpha + 2 (p-1)/p n beta"},
+  {C(REDUCE),         "binomial",          PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  1,  0,    0,  1,  0,    0,  0,    0,  0,  0,
+   "ceil(log2 p) (alpha + n beta + n gamma)"},
+  {C(REDUCE),         "chain",             PIPE_STREAM, 1,   false, true,  -1, 0,  1,    1,  0,  0,    1,  0,  0,    0,  0,    0,  0,  0,
+   "(p - 2 + k) (alpha + n/k beta + n/k gamma), k = chunks"},
+  {C(REDUCE),         "rs_gather",         PIPE_NONE,   0,   false, false, 0,  1,  1,    0,  0,  2,    0,  0,  1,    0,  0,    0,  0,  0,
+   "(p - 1 + ceil(log2 p)) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma"},
+  {C(ALLTOALL),       "pairwise",          PIPE_NONE,   0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(p-1) (alpha + n/p beta)"},
+  {C(ALLTOALL),       "bruck",             PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  0.5,0,    0,  0,  0,    1,  1,    0,  0,  0,
+   "ceil(log2 p) alpha + ceil(log2 p) n/2 beta + (ceil(log2 p) + 1) n delta"},
+  {C(ALLTOALL),       "mesh",              PIPE_NONE,   0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(p-1) alpha + (p-1)/p n beta"},
+  {C(SCATTER),        "binomial",          PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "ceil(log2 p) alpha + (p-1)/p n beta"},
+  {C(SCATTER),        "linear",            PIPE_NONE,   0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(p-1) alpha + (p-1)/p n beta"},
+  {C(GATHER),         "binomial",          PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "ceil(log2 p) alpha + (p-1)/p n beta"},
+  {C(GATHER),         "linear",            PIPE_NONE,   0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
+   "(p-1) alpha + (p-1)/p n beta"},
+  {C(BARRIER),        "dissemination",     PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
+   "ceil(log2 p) alpha"},
+};
+/* clang-format on */
+#undef C
+
+/* The v-variants move data like their plain forms. */
+static collie_coll_t base_coll(collie_coll_t c) {
+  switch (c) {
+    case COLLIE_COLL_ALLGATHERV: return COLLIE_COLL_ALLGATHER;
+    case COLLIE_COLL_REDUCE_SCATTERV: return COLLIE_COLL_REDUCE_SCATTER;
+    case COLLIE_COLL_ALLTOALLV: return COLLIE_COLL_ALLTOALL;
+    default: return c;
+  }
+}
+
+static const formula_t *find(collie_coll_t coll, const char *algo) {
+  coll = base_coll(coll);
+  for (size_t i = 0; i < sizeof(formulas) / sizeof(formulas[0]); i++)
+    if (formulas[i].coll == coll && !strcmp(formulas[i].algo, algo)) return &formulas[i];
+  return NULL;
+}
+
+const char *collie_tune_formula(collie_coll_t coll, const char *algo) {
+  const formula_t *f = find(coll, algo);
+  return f ? f->text : NULL;
+}
+
+static int ceil_log2(int n) {
+  int k = 0;
+  while ((1 << k) < n) k++;
+  return k;
+}
+
+static int pow2_le(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, const char *algo, size_t bytes) {
+  const formula_t *f = find(coll, algo);
+  if (!f) return -1;
+  const collie_tune_table_t *t = ctx->table;
+  const int p = ctx->nranks;
+  if (p <= 1) return 0;
+  const double n = (double)bytes;
+  const double chunk = ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0;
+  const int q = f->fold ? pow2_le(p) : p; /* the ranks the log and (p-1)/p terms see */
+  const double L = ceil_log2(q), frac = (q - 1.0) / q;
+
+  double msgs = f->m_one + f->m_log * L + f->m_pm1 * (p - 1.0);
+  double sent = n * (f->b_one + f->b_log * L + f->b_frac * frac);
+  double red = n * (f->g_one + f->g_log * L + f->g_frac * frac);
+  double copied = n * (f->d_one + f->d_log * L);
+  if (f->fold && q != p) {
+    msgs += f->x_msgs;
+    sent += n * f->x_bytes;
+    red += n * f->x_red;
+  }
+  if (f->pipe == PIPE_BLOCK) {
+    double c = ceil(n / p / chunk);
+    if (c > 1) msgs *= c;
+    if (red > chunk && ctx->ranks_per_core <= 1) red = chunk; /* hiding needs a free core */
+  } else if (f->pipe == PIPE_STREAM) {
+    double k = ceil(f->stream * n / chunk);
+    if (k < 1) k = 1;
+    if (f->fill && msgs > 0) {
+      sent += msgs * sent / k;
+      red += msgs * red / k;
+    }
+    msgs += k;
+  }
+  if (msgs < 0) msgs = 0;
+
+  const int link = ctx->link == COLLIE_LINK_TCP ? COLLIE_LINK_TCP : COLLIE_LINK_SHM;
+  double alpha = t->link[link].alpha_us, beta = t->link[link].beta_us_per_byte;
+  double gamma = t->gamma_us_per_byte, delta = t->delta_us_per_byte;
+  if (ctx->ranks_per_core > 1) {
+    /* More ranks than cores: a rank gets 1/r of a core, so its copies and reductions take
+     * r times longer, and every message waits for a peer to be scheduled. */
+    alpha *= 1 + t->oversub_alpha_scale * (ctx->ranks_per_core - 1);
+    beta *= ctx->ranks_per_core;
+    gamma *= ctx->ranks_per_core;
+    delta *= ctx->ranks_per_core;
+  }
+  for (int i = 0; i < t->noverrides; i++)
+    if (t->ov[i].coll == (int)coll && !strcmp(t->ov[i].algo, algo)) {
+      alpha *= t->ov[i].alpha_scale;
+      beta *= t->ov[i].beta_scale;
+      gamma *= t->ov[i].gamma_scale;
+    }
+  return msgs * alpha + sent * beta + red * gamma + copied * delta;
+}
