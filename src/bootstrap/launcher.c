@@ -105,17 +105,11 @@ static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size
   int64_t timeout_ms = collie_param_int(COLLIE_P_CONNECT_TIMEOUT) * 1000;
   collie_unique_id_t id;
   if (rank == 0) {
-    collie_id_info_t info = {0};
-    struct sockaddr_in *sin = (struct sockaddr_in *)&info.root;
-    sin->sin_family = AF_INET;
-    sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = collie_listen(&info.root);
+    collie_id_info_t info;
+    int fd = collie_id_create(NULL, &id, &info);
     if (fd < 0)
       return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_env on rank 0 could not listen on loopback: %s",
                           strerror(errno));
-    collie_random_bytes(info.secret, 16);
-    info.version = COLLIE_VERSION_CODE;
-    collie_id_encode(&info, &id);
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
     int wfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (wfd < 0 || write(wfd, &id, sizeof(id)) != (ssize_t)sizeof(id) || close(wfd) != 0 || rename(tmp, path) != 0) {

@@ -1,6 +1,8 @@
 /* Unique id encoding and the registry of listeners created by collie_get_unique_id. */
 #include "bootstrap/unique_id.h"
 
+#include "bootstrap/socket.h"
+
 #include <arpa/inet.h>
 #include <stddef.h>
 #include <errno.h>
@@ -48,6 +50,23 @@ void collie_random_bytes(void *buf, size_t len) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     ((uint8_t *)buf)[i] = (uint8_t)(seed >> 56);
   }
+}
+
+int collie_id_create(const struct sockaddr_storage *ip, collie_unique_id_t *id, collie_id_info_t *info) {
+  memset(info, 0, sizeof(*info));
+  if (ip) {
+    info->root = *ip;
+  } else {
+    struct sockaddr_in *sin = (struct sockaddr_in *)&info->root;
+    sin->sin_family = AF_INET;
+    sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  int fd = collie_listen(&info->root);
+  if (fd < 0) return -1;
+  collie_random_bytes(info->secret, sizeof(info->secret));
+  info->version = COLLIE_VERSION_CODE;
+  collie_id_encode(info, id);
+  return fd;
 }
 
 void collie_id_encode(const collie_id_info_t *info, collie_unique_id_t *id) {

@@ -23,6 +23,10 @@ int collie_id_decode(const collie_unique_id_t *id, collie_id_info_t *info);
 void collie_id_listener_register(const uint8_t secret[16], int fd);
 int collie_id_listener_take(const uint8_t secret[16]);
 
+/* A fresh id whose root listens on `ip` (port chosen by collie_listen; loopback when ip
+ * is NULL): a random secret, this version. Returns the listening fd, or -1 with errno. */
+int collie_id_create(const struct sockaddr_storage *ip, collie_unique_id_t *id, collie_id_info_t *info);
+
 void collie_random_bytes(void *buf, size_t len);
 uint64_t collie_hash64(const void *data, size_t len, uint64_t seed);
 

@@ -23,18 +23,16 @@
 
 collie_result_t collie_get_unique_id(collie_unique_id_t *id) {
   if (!id) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_get_unique_id: id is NULL");
-  collie_id_info_t info = {0};
+  collie_id_info_t info;
+  struct sockaddr_storage ip;
   char err[256], a[80];
-  if (collie_pick_local_addr(&info.root, err, sizeof(err)) != 0)
+  if (collie_pick_local_addr(&ip, err, sizeof(err)) != 0)
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id: %s", err);
-  int fd = collie_listen(&info.root);
+  int fd = collie_id_create(&ip, id, &info);
   if (fd < 0)
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id could not listen on %s: %s",
-                        collie_addr_str(&info.root, a, sizeof(a)), strerror(errno));
-  collie_random_bytes(info.secret, sizeof(info.secret));
-  info.version = COLLIE_VERSION_CODE;
+                        collie_addr_str(&ip, a, sizeof(a)), strerror(errno));
   collie_id_listener_register(info.secret, fd);
-  collie_id_encode(&info, id);
   return COLLIE_SUCCESS;
 }
 
@@ -257,19 +255,13 @@ collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
     return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_all: %s",
                         comms ? "nranks must be at least 1" : "comms is NULL");
   /* All ranks live in this process: loopback is always the right rendezvous. */
-  collie_id_info_t info = {0};
-  struct sockaddr_in *sin = (struct sockaddr_in *)&info.root;
-  sin->sin_family = AF_INET;
-  sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int fd = collie_listen(&info.root);
+  collie_id_info_t info;
+  collie_unique_id_t id;
+  int fd = collie_id_create(NULL, &id, &info);
   if (fd < 0)
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all could not listen on loopback: %s",
                         strerror(errno));
-  collie_random_bytes(info.secret, 16);
-  info.version = COLLIE_VERSION_CODE;
   collie_id_listener_register(info.secret, fd);
-  collie_unique_id_t id;
-  collie_id_encode(&info, &id);
 
   init_all_arg_t *args = calloc((size_t)nranks, sizeof(*args));
   pthread_t *th = calloc((size_t)nranks, sizeof(pthread_t));
