@@ -154,7 +154,7 @@ int collie_tune_table_parse(const char *text, const char *name, collie_tune_tabl
     char *e = s + strlen(s);
     while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = 0;
     if (!*s) continue;
-    snprintf(shown, sizeof(shown), "%s", s);
+    snprintf(shown, sizeof(shown), "%.*s", (int)sizeof(shown) - 1, s);
     char *save, *key = strtok_r(s, " \t", &save), *val = strtok_r(NULL, " \t", &save),
                 *extra = strtok_r(NULL, " \t", &save);
     if (!val) {
