@@ -43,6 +43,20 @@ wait_until() {
   st=$?
 }
 
+# Two ranks run the same scenario; both must pass within 30 s.
+run_pair() { # scenario, what a pass means
+  start_rank 0 2 "$1"
+  start_rank 1 2 "$1"
+  local deadline
+  deadline=$(echo "$(date +%s.%N) + 30" | bc)
+  for r in 0 1; do
+    wait_until "${pids[$r]}" "$deadline"
+    [ "$st" = 0 ] || die "rank $r: $st"
+  done
+  cat "$dir"/*.out
+  echo "PASS: $2"
+}
+
 case $scenario in
 kill)
   n=$1 victim=$2 transport=$3 mode=$4
@@ -70,27 +84,11 @@ kill)
   ;;
 exec-timeout)
   export COLLIE_EXEC_TIMEOUT=2
-  start_rank 0 2 exec-timeout
-  start_rank 1 2 exec-timeout
-  deadline=$(echo "$(date +%s.%N) + 30" | bc)
-  for r in 0 1; do
-    wait_until "${pids[$r]}" "$deadline"
-    [ "$st" = 0 ] || die "rank $r: $st"
-  done
-  cat "$dir"/*.out
-  echo "PASS: exec timeout reported on both ranks"
+  run_pair exec-timeout "exec timeout reported on both ranks"
   ;;
 slow-destroy)
   export COLLIE_EXEC_TIMEOUT=2
-  start_rank 0 2 slow-destroy
-  start_rank 1 2 slow-destroy
-  deadline=$(echo "$(date +%s.%N) + 30" | bc)
-  for r in 0 1; do
-    wait_until "${pids[$r]}" "$deadline"
-    [ "$st" = 0 ] || die "rank $r: $st"
-  done
-  cat "$dir"/*.out
-  echo "PASS: destroy is bounded by the exec timeout"
+  run_pair slow-destroy "destroy is bounded by the exec timeout"
   ;;
 connect-timeout)
   # Nobody listens on the port: rank 1 must give up after COLLIE_CONNECT_TIMEOUT.
