@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config
       openmpi-bin libopenmpi-dev mpich libmpich-dev   # launchers the tests use
-      iperf3 iproute2 procps psmisc                  # loopback probe, netns, process checks
+      iperf3 iproute2 procps psmisc bc               # loopback probe, netns, process checks, test timing
       python3 python3-matplotlib                     # perf-report's plots
       g++ libgloo-dev)                               # make bench: the Gloo comparison
 [[ "${COLLIE_WITH_CLANG:-0}" == 1 ]] && pkgs+=(clang)
