@@ -4,6 +4,7 @@
 set -uo pipefail
 build=${1:?usage: run-tests.sh BUILD_DIR [ctest args...]}
 shift
+build=$(cd "$build" && pwd) # absolute: the stray-process check must not match another checkout's build
 leftover_shm() { ls /dev/shm 2>/dev/null | grep -c '^collie-' || true; }
 before=$(leftover_shm)
 ctest --test-dir "$build" --output-on-failure --timeout 600 -j "${CTEST_JOBS:-2}" "$@"

@@ -59,6 +59,8 @@ typedef struct {
   const size_t *displs;    /* v-variants: displs (alltoallv: sdispls)          */
   const size_t *counts2;   /* alltoallv: recvcounts                            */
   const size_t *displs2;   /* alltoallv: rdispls                               */
+  const size_t *matrix;    /* alltoallv, when known: every rank's sendcounts, nranks x nranks,
+                              row = sender (only bruck needs it; NULL otherwise) */
   bool in_place;
   /* Reductions: algorithms treat every op alike (the executor knows which op, and
    * divides the final result once for AVG), so no op field is needed here. */

@@ -18,6 +18,8 @@ COLLIE_ALGO_DECL(collie_hd_reduce_scatter);
 /* bruck.c */
 COLLIE_ALGO_DECL(collie_bruck_allgather);
 COLLIE_ALGO_DECL(collie_bruck_alltoall);
+/* bruck_v.c */
+COLLIE_ALGO_DECL(collie_bruck_alltoallv);
 /* direct.c: every rank talks to every other directly */
 COLLIE_ALGO_DECL(collie_mesh_allreduce);
 COLLIE_ALGO_DECL(collie_mesh_allgather);

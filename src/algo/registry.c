@@ -34,7 +34,7 @@ const collie_algo_t collie_algos[] = {
     {COLLIE_COLL_ALLTOALL, "bruck", collie_bruck_alltoall},
     {COLLIE_COLL_ALLTOALL, "mesh", collie_mesh_alltoall},
     {COLLIE_COLL_ALLTOALLV, "pairwise", collie_pairwise_alltoall},
-    {COLLIE_COLL_ALLTOALLV, "bruck", collie_bruck_alltoall},
+    {COLLIE_COLL_ALLTOALLV, "bruck", collie_bruck_alltoallv},
     {COLLIE_COLL_ALLTOALLV, "mesh", collie_mesh_alltoall},
     {COLLIE_COLL_SCATTER, "binomial", collie_binomial_scatter},
     {COLLIE_COLL_SCATTER, "linear", collie_linear_scatter},

@@ -6,6 +6,7 @@
 
 #include "coll/coll.h"
 #include "core/error.h"
+#include "tune/tune.h"
 
 typedef collie_request_t req_t;
 
@@ -218,6 +219,31 @@ collie_result_t collie_ialltoall(const void *sendbuf, void *recvbuf, size_t coun
   return res;
 }
 
+#define ALLTOALLV_NOMINAL_BYTES (1u << 20)
+
+/* Bruck forwards other ranks' blocks, so when it is forced for alltoallv every rank first
+ * learns every rank's send counts (an allgather; all ranks force alike, as COLLIE_ALGO
+ * must be the same everywhere). Otherwise *matrix stays NULL. */
+static collie_result_t bruck_matrix(collie_comm_t *comm, const size_t *sendcounts, size_t **matrix) {
+  const collie_algo_t *cands[16];
+  bool forced;
+  *matrix = NULL;
+  int k = collie_tune_candidates(comm, COLLIE_COLL_ALLTOALLV, ALLTOALLV_NOMINAL_BYTES, cands, 16, &forced);
+  if (k == 0 || !forced || strcmp(cands[0]->name, "bruck") != 0) return COLLIE_SUCCESS;
+  size_t n = (size_t)comm->nranks;
+  *matrix = malloc(n * n * sizeof(size_t));
+  if (!*matrix) return collie_error(comm, COLLIE_ERR_SYSTEM, "collie_alltoallv on rank %d: out of memory", comm->rank);
+  _Static_assert(sizeof(size_t) == 8, "counts travel as uint64");
+  req_t *r;
+  collie_result_t res = collie_iallgather(sendcounts, *matrix, n, COLLIE_UINT64, comm, &r);
+  if (!res) res = collie_wait(r); /* not collie_finish: the builder needs it now, even inside a group */
+  if (res) {
+    free(*matrix);
+    *matrix = NULL;
+  }
+  return res;
+}
+
 collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls, void *recvbuf,
                                   const size_t *recvcounts, const size_t *rdispls, collie_datatype_t dt,
                                   collie_comm_t *comm, req_t **req) {
@@ -243,11 +269,21 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
     memcpy(temp, sendbuf, extent * esz);
     sendbuf = temp;
   }
-  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, (ssum > rsum ? ssum : rsum) * esz, 0, NULL, 0, temp};
+  /* The automatic choice must be the same on every rank, and a rank sees only its own
+   * counts: weigh a nominal size, not this rank's. */
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, ALLTOALLV_NOMINAL_BYTES, 0, NULL, 0, temp};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLTOALLV, .counts = sendcounts, .displs = sdispls,
                           .counts2 = recvcounts, .displs2 = rdispls};
+  size_t *matrix = NULL;
+  collie_result_t res = bruck_matrix(comm, sendcounts, &matrix);
+  if (res) {
+    free(temp);
+    return res;
+  }
+  a.matrix = matrix;
   /* Zero-size on this rank does not mean zero everywhere: always post. */
-  collie_result_t res = post_or_done(comm, &a, &c, false, req);
+  res = post_or_done(comm, &a, &c, false, req);
+  free(matrix); /* only the schedule builder reads it */
   if (res && temp) free(temp);
   return res;
 }

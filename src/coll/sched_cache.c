@@ -34,6 +34,7 @@ static uint64_t shape_hash(const collie_coll_args_t *a, const collie_algo_t *alg
   if (a->displs) h = collie_hash64(a->displs, n * sizeof(size_t), h ^ 2);
   if (a->counts2) h = collie_hash64(a->counts2, n * sizeof(size_t), h ^ 3);
   if (a->displs2) h = collie_hash64(a->displs2, n * sizeof(size_t), h ^ 4);
+  if (a->matrix) h = collie_hash64(a->matrix, n * n * sizeof(size_t), h ^ 5);
   return h;
 }
 

@@ -1268,6 +1268,7 @@ static sv_status_t build_all(ctx_t *x) {
       a.displs = c->in_place ? &c->a2a_rdispls[(size_t)r * n] : &c->a2a_sdispls[(size_t)r * n];
       a.counts2 = col;
       a.displs2 = &c->a2a_rdispls[(size_t)r * n];
+      a.matrix = c->a2a_counts; /* what the coll layer gathers before a forced bruck */
     }
     collie_sched_init(&R->s, n, r, x->E);
     collie_result_t rc = c->build(&a, &R->s);
