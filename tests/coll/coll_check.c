@@ -284,6 +284,27 @@ static size_t *alloc_counts(int n) {
   return p;
 }
 
+/* A whole-vector reduction result on this rank (allreduce, reduce at the root): this
+ * rank's inputs in the send buffer (or the receive buffer in place), the full reduction
+ * expected in the receive buffer. */
+static void reduction_buffers(ctx_t *x, case_t *c, size_t so, size_t ro) {
+  const int n = x->n, me = x->rank;
+  const size_t e = c->esz, cnt = c->count;
+  c->reduction_result = 1;
+  if (c->in_place) {
+    region_init(&c->recv, "recvbuf (in place)", ro, cnt * e);
+    for (size_t i = 0; i < cnt; i++) put(&c->recv, e, i, red_in(c, n, me, i));
+    c->sp = rptr(&c->recv);
+  } else {
+    region_init(&c->send, "sendbuf", so, cnt * e);
+    region_init(&c->recv, "recvbuf", ro, cnt * e);
+    for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, red_in(c, n, me, i));
+    c->sp = rptr(&c->send);
+  }
+  for (size_t i = 0; i < cnt; i++) expect(&c->recv, e, i, red_exp(x, c, i));
+  c->rp = rptr(&c->recv);
+}
+
 /* Prepares buffers, inputs and expectations of one case for this rank. */
 static void case_setup(ctx_t *x, case_t *c) {
   const int n = x->n, me = x->rank;
@@ -294,19 +315,7 @@ static void case_setup(ctx_t *x, case_t *c) {
   c->rp = NULL;
   switch (c->kind) {
     case K_ALLREDUCE:
-      c->reduction_result = 1;
-      if (c->in_place) {
-        region_init(&c->recv, "recvbuf (in place)", ro, cnt * e);
-        for (size_t i = 0; i < cnt; i++) put(&c->recv, e, i, red_in(c, n, me, i));
-        c->sp = rptr(&c->recv);
-      } else {
-        region_init(&c->send, "sendbuf", so, cnt * e);
-        region_init(&c->recv, "recvbuf", ro, cnt * e);
-        for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, red_in(c, n, me, i));
-        c->sp = rptr(&c->send);
-      }
-      for (size_t i = 0; i < cnt; i++) expect(&c->recv, e, i, red_exp(x, c, i));
-      c->rp = rptr(&c->recv);
+      reduction_buffers(x, c, so, ro);
       break;
 
     case K_BROADCAST:
@@ -332,19 +341,7 @@ static void case_setup(ctx_t *x, case_t *c) {
 
     case K_REDUCE:
       if (me == c->root) {
-        c->reduction_result = 1;
-        if (c->in_place) {
-          region_init(&c->recv, "recvbuf (in place)", ro, cnt * e);
-          for (size_t i = 0; i < cnt; i++) put(&c->recv, e, i, red_in(c, n, me, i));
-          c->sp = rptr(&c->recv);
-        } else {
-          region_init(&c->send, "sendbuf", so, cnt * e);
-          region_init(&c->recv, "recvbuf", ro, cnt * e);
-          for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, red_in(c, n, me, i));
-          c->sp = rptr(&c->send);
-        }
-        for (size_t i = 0; i < cnt; i++) expect(&c->recv, e, i, red_exp(x, c, i));
-        c->rp = rptr(&c->recv);
+        reduction_buffers(x, c, so, ro);
       } else {
         region_init(&c->send, "sendbuf", so, cnt * e);
         for (size_t i = 0; i < cnt; i++) put(&c->send, e, i, red_in(c, n, me, i));
