@@ -75,7 +75,7 @@ typedef collie_result_t (*collie_algo_fn)(const collie_coll_args_t *args, collie
 typedef struct {
   collie_coll_t coll;
   const char *name; /* as in COLLIE_ALGO: "ring", "tree", ... */
-  collie_algo_fn build;
+  collie_algo_fn build; /* NULL: not a schedule but a shared-memory collective (shm_native.h) */
 } collie_algo_t;
 
 /* The registry of every (collective, algorithm) pair, terminated by {.name = NULL}. */

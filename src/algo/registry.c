@@ -41,6 +41,14 @@ const collie_algo_t collie_algos[] = {
     {COLLIE_COLL_GATHER, "binomial", collie_binomial_gather},
     {COLLIE_COLL_GATHER, "linear", collie_linear_gather},
     {COLLIE_COLL_BARRIER, "dissemination", collie_dissemination_barrier},
+    /* Shared memory, every rank on one host (algo/shm_native.c): no schedule to build. */
+    {COLLIE_COLL_ALLREDUCE, "shm", NULL},
+    {COLLIE_COLL_REDUCE, "shm", NULL},
+    {COLLIE_COLL_BROADCAST, "shm", NULL},
+    {COLLIE_COLL_ALLGATHER, "shm", NULL},
+    {COLLIE_COLL_REDUCE_SCATTER, "shm", NULL},
+    {COLLIE_COLL_ALLTOALL, "shm", NULL},
+    {COLLIE_COLL_BARRIER, "shm", NULL},
     {0, NULL, NULL},
 };
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/native/shm_native.h"
 #include "coll/sched_cache.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -26,9 +27,20 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   const collie_algo_t *chosen = NULL;
   collie_sched_t *s = NULL;
   int *users = NULL;
-  bool cached = false;
+  bool cached = false, native = false;
+  static collie_sched_t no_steps; /* what a shared-memory collective's op carries */
   pthread_mutex_lock(&comm->lock);
   for (int i = 0; i < n && !chosen; i++) {
+    if (!cands[i]->build) {
+      if (!collie_native_usable(comm, args)) continue;
+      chosen = cands[i];
+      native = true;
+      s = &no_steps;
+      /* logged once per collective, not per call: there is no cached schedule to mark it */
+      cached = (comm->native_logged >> args->coll) & 1;
+      comm->native_logged |= 1u << args->coll;
+      break;
+    }
     s = collie_sched_cache_get(comm, args, cands[i], &users);
     if (s) {
       chosen = cands[i];
@@ -56,12 +68,12 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     return collie_error(comm, COLLIE_ERR_INTERNAL, "%s on rank %d: no algorithm could build a schedule for %zu bytes "
                         "on %d ranks", fn, comm->rank, call->bytes, comm->nranks);
   if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
-  collie_op_t *op = collie_op_create(comm, s, users == NULL, call->sendbuf, call->recvbuf, args->coll, call->sig_count,
+  collie_op_t *op = collie_op_create(comm, s, users == NULL && !native, call->sendbuf, call->recvbuf, args->coll, call->sig_count,
                                      call->dt, call->op, call->root);
   if (!op) {
     pthread_mutex_lock(&comm->lock);
     if (users) (*users)--;
-    else {
+    else if (!native) {
       collie_sched_free(s);
       free(s);
     }
@@ -69,6 +81,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
   }
   op->sched_users = users;
+  if (native) collie_native_prepare(op, args);
   op->temp = call->temp;
   if (call->op == COLLIE_AVG && call->avg_count) {
     op->avg_buf = call->avg_buf;

@@ -48,6 +48,9 @@ struct collie_comm {
   pthread_mutex_t lock;        /* posting and progress */
   struct collie_op *ops, *ops_tail; /* posted, in issue order */
   uint64_t coll_seq;           /* collectives issued so far */
+  uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
+  int native_ops;              /* posted shared-memory collectives not yet finished */
+  uint32_t native_logged;      /* collectives whose shared-memory choice was logged */
   int64_t last_progress_ns;
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */

@@ -43,6 +43,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "Slots in each shared-memory ring (one ring per ordered pair of local ranks)."},
     [COLLIE_P_SHM_SLOT_SIZE] = {"COLLIE_SHM_SLOT_SIZE", COLLIE_PT_SIZE, "64K",
                                 "Bytes per shared-memory slot; a message moves in slot-sized pieces."},
+    [COLLIE_P_SHM_COLL_SIZE] = {"COLLIE_SHM_COLL_SIZE", COLLIE_PT_SIZE, "256K",
+                                "Bytes each rank stages per round in the shared-memory collectives (algorithm "
+                                "'shm'; two such buffers per rank). 0 turns them off."},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
                                   "1: a background thread progresses nonblocking operations."},
     [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "2",

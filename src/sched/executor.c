@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "algo/native/shm_native.h"
 #include "reduce/reduce.h"
 
 static bool is_comm_step(uint8_t type) {
@@ -177,6 +178,13 @@ static void fill_header(collie_op_t *op, collie_xfer_t *x, int src_rank, uint64_
   x->hdr.nbytes = nbytes;
 }
 
+static void append_op(collie_comm_t *comm, collie_op_t *op) {
+  if (comm->ops_tail) comm->ops_tail->next = op;
+  else comm->ops = op;
+  comm->ops_tail = op;
+  if (!comm->ops->next) comm->last_progress_ns = collie_now_ns();
+}
+
 collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **reqp) {
   collie_request_t *req = calloc(1, sizeof(*req));
   if (!req) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory posting %s", comm->rank,
@@ -190,6 +198,14 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
     snprintf(req->what, sizeof(req->what), "%s #%llu", collie_coll_name(op->coll), (unsigned long long)op->seq);
   collie_comm_retain(comm);
 
+  if (op->native) {
+    op->nat_base = op->nat_round = comm->native_rounds;
+    op->nat_end = comm->native_rounds += op->nat_nrounds;
+    comm->native_ops++;
+    append_op(comm, op);
+    *reqp = req;
+    return COLLIE_SUCCESS;
+  }
   collie_sched_t *s = op->sched;
   build_successors(op);
   op->remaining = s->nsteps;
@@ -220,10 +236,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
       enqueue(&peer->recvq, &peer->recvq_tail, x);
     }
   }
-  if (comm->ops_tail) comm->ops_tail->next = op;
-  else comm->ops = op;
-  comm->ops_tail = op;
-  if (!comm->ops->next) comm->last_progress_ns = collie_now_ns();
+  append_op(comm, op);
 
   uint32_t nwork = 0;
   for (uint32_t i = 0; i < s->nsteps; i++)
@@ -255,6 +268,7 @@ void collie_fail_all_ops(collie_comm_t *comm) {
     comm->peers[p].sendq = comm->peers[p].sendq_tail = NULL;
     comm->peers[p].recvq = comm->peers[p].recvq_tail = NULL;
   }
+  comm->native_ops = 0;
   for (collie_op_t *op = comm->ops; op; op = op->next) {
     op->result = res;
     op->steps_done = true;
@@ -279,6 +293,14 @@ int collie_progress(collie_comm_t *comm) {
     }
     moved |= r > 0;
   }
+  if (comm->native_ops) {
+    int r = collie_native_progress(comm);
+    if (r < 0) {
+      collie_fail_all_ops(comm);
+      return 1;
+    }
+    moved |= r > 0;
+  }
   if (comm->ops && comm->ops->steps_done) {
     retire_ops(comm);
     moved = 1;
@@ -290,6 +312,11 @@ int collie_progress(collie_comm_t *comm) {
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
   char pd[160];
   for (collie_op_t *op = comm->ops; op; op = op->next) {
+    if (op->native) {
+      if (op->steps_done) continue;
+      collie_native_describe(comm, op, buf, len);
+      return;
+    }
     for (int p = 0; p < comm->nranks; p++) {
       collie_peer_t *peer = &comm->peers[p];
       collie_xfer_t *x = peer->recvq && peer->recvq->op == op ? peer->recvq : NULL;

@@ -41,6 +41,14 @@ typedef struct collie_op {
   collie_result_t result;
   bool steps_done;
   collie_request_t *req;
+  /* Algorithm "shm" (algo/shm_native.c): no schedule, but rounds over the shared areas. */
+  bool native;
+  bool nat_small, nat_in_place, nat_checked;
+  uint8_t nat_phase;
+  uint64_t nat_base, nat_round, nat_end; /* the communicator's rounds: first, current, end */
+  uint64_t nat_nrounds;
+  size_t nat_count, nat_piece, nat_esz;  /* elements per block; per block and round; bytes */
+  int nat_wait, nat_wait_flag;           /* what it waits for, for timeout sentences */
 } collie_op_t;
 
 struct collie_request {

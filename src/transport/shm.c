@@ -66,6 +66,14 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   st->slot_size = (st->slot_size + 63) & ~63ull;
   if (st->slot_size < 4096) st->slot_size = 4096;
   st->seg_bytes = sizeof(collie_shm_seg_hdr_t) + (size_t)comm->nlocal * ring_bytes(st->nslots, st->slot_size);
+  /* The collective area exists when every rank shares this host: the shared-memory
+   * collectives need all ranks' areas. Its pages are touched only when used. */
+  size_t coll = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
+  if (coll && comm->nlocal == comm->nranks) {
+    st->area_size = (coll + 4095) & ~(size_t)4095;
+    st->area_off = (st->seg_bytes + 4095) & ~(size_t)4095;
+    st->seg_bytes = st->area_off + sizeof(collie_shm_area_t) + 2 * st->area_size;
+  }
   seg_name(comm, comm->rank, st->name, sizeof(st->name));
   int fd = shm_open(st->name, O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0)
@@ -119,7 +127,7 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
       close(fd);
       return collie_error(comm, COLLIE_ERR_SYSTEM,
                           "rank %d found the shared memory segment of %s with an unexpected size; all ranks "
-                          "must use the same COLLIE_SHM_NSLOTS and COLLIE_SHM_SLOT_SIZE",
+                          "must use the same COLLIE_SHM_NSLOTS, COLLIE_SHM_SLOT_SIZE and COLLIE_SHM_COLL_SIZE",
                           comm->rank, collie_peer_desc(comm, r, pd, sizeof(pd)));
     }
     void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -160,6 +168,15 @@ void collie_shm_destroy(collie_comm_t *comm) {
   free(st->segs);
   free(st);
   comm->shm = NULL;
+}
+
+void collie_shm_notify(collie_comm_t *comm, int li) {
+  collie_shm_seg_hdr_t *h = comm->shm->segs[li];
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&h->sleeping, memory_order_relaxed)) {
+    atomic_fetch_add(&h->doorbell, 1);
+    collie_futex_wake(&h->doorbell);
+  }
 }
 
 /* Wakes the peer if it sleeps: the fence pairs with the sleeper's store to `sleeping`

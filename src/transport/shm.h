@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/comm.h"
+#include "transport/wire.h"
 
 typedef struct {
   _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
@@ -22,6 +23,20 @@ typedef struct {
   char pad2[96];
 } collie_shm_seg_hdr_t;
 
+/* The collective area at the end of each rank's segment (algo/shm_native.c): counters
+ * that only its owner writes and every local peer reads, then two staging buffers. The
+ * counters count rounds of shared-memory collectives since the communicator began. */
+typedef struct {
+  _Atomic uint64_t ready;   /* rounds whose data the owner has staged */
+  char pad0[56];
+  _Atomic uint64_t reduced; /* rounds whose slice the owner has reduced in place */
+  char pad1[56];
+  _Atomic uint64_t done;    /* rounds the owner has finished reading from everyone */
+  char pad2[56];
+  collie_wire_hdr_t sig[2]; /* per staging buffer: the call that staged it, to catch mismatches */
+  char pad3[32];
+} collie_shm_area_t;
+
 typedef struct collie_shm_state {
   collie_shm_seg_hdr_t *mine;
   size_t seg_bytes;
@@ -29,6 +44,8 @@ typedef struct collie_shm_state {
   int unlinked;
   void **segs;      /* per local index: mapped segment (mine included) */
   uint64_t nslots, slot_size;
+  size_t area_off;  /* offset of the collective area in every segment; 0: none */
+  size_t area_size; /* bytes of each of its two staging buffers */
 } collie_shm_state_t;
 
 /* Phase 1: create this rank's segment. Phase 2 (after all local ranks created theirs):
@@ -38,6 +55,19 @@ collie_result_t collie_shm_create(collie_comm_t *comm);
 collie_result_t collie_shm_connect(collie_comm_t *comm);
 void collie_shm_unlink(collie_comm_t *comm);
 void collie_shm_destroy(collie_comm_t *comm);
+
+/* The collective area of local rank `li` (NULL when the communicator has none), and its
+ * staging buffer `parity` (0 or 1). */
+static inline collie_shm_area_t *collie_shm_area(const collie_comm_t *comm, int li) {
+  const collie_shm_state_t *st = comm->shm;
+  if (!st || !st->area_off || !st->segs[li]) return NULL;
+  return (collie_shm_area_t *)((char *)st->segs[li] + st->area_off);
+}
+static inline char *collie_shm_area_buf(collie_shm_area_t *a, int parity, size_t area_size) {
+  return (char *)(a + 1) + (size_t)parity * area_size;
+}
+/* Wakes local rank `li` if it sleeps on its doorbell. */
+void collie_shm_notify(collie_comm_t *comm, int li);
 
 /* Waiting: read the doorbell, announce sleep, re-check for work, then sleep. */
 uint32_t collie_shm_sleep_prepare(collie_comm_t *comm);

@@ -5,6 +5,7 @@
 
 #include "core/comm.h"
 #include "core/log.h"
+#include "transport/shm.h"
 #include "tune/tune.h"
 
 static bool excluded(const collie_algo_rules_t *rules, collie_coll_t coll, const char *name) {
@@ -111,6 +112,7 @@ static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
    * differently would choose different algorithms. */
   ctx->ranks_per_core = hr == comm->nranks ? (double)hr / (st->ncpus > 0 ? st->ncpus : 1) : 1.0;
   ctx->chunk_bytes = comm->chunk_bytes;
+  ctx->area_bytes = comm->shm && comm->shm->area_off ? comm->shm->area_size : 0;
 }
 
 int collie_tune_candidates(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t **out, int max,

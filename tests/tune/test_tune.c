@@ -177,7 +177,7 @@ static void test_choice(void) {
   collie_tune_table_t t;
   fake_table(&t);
   collie_algo_rules_t none = {0};
-  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10};
+  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0}; /* no shared area: schedules only */
   /* Ring wins at large sizes, recursive doubling or mesh at small ones. */
   for (int p = 3; p <= 7; p += 2) {
     ctx.nranks = p;
@@ -245,11 +245,15 @@ static void test_choice(void) {
     EXPECTF(!strcmp(s, "rd") || !strcmp(s, "bruck"), "allgather 64 B: %s", s);
   }
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BARRIER, 0, NULL), "dissemination");
-  /* Every registered algorithm has a formula, and one rank costs nothing. */
+  /* Every registered algorithm has a formula, and one rank costs nothing. The
+   * shared-memory collectives have none without a shared area. */
+  ctx.area_bytes = 256 << 10;
   for (const collie_algo_t *a = collie_algos; a->name; a++) {
     EXPECTF(collie_tune_formula(a->coll, a->name) != NULL, "no formula for %s %s", collie_coll_name(a->coll), a->name);
     EXPECTF(collie_tune_estimate(&ctx, a->coll, a->name, 1 << 20) > 0, "%s %s", collie_coll_name(a->coll), a->name);
   }
+  ctx.area_bytes = 0;
+  EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "shm", 8) < 0);
   EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "nosuch", 8) < 0);
   ctx.nranks = 1;
   EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "ring", 1 << 20) == 0);
@@ -268,7 +272,7 @@ static void test_choice(void) {
     const char *s = first(&ctx, &rules, COLLIE_COLL_ALLREDUCE, 8, &forced);
     EXPECTF(strcmp(s, "rd") && !forced, "^rd: %s", s);
   }
-  EXPECT(collie_algo_spec_parse("^ring,^tree,^mesh,^rd,^hd", &rules, err, sizeof err) == 0);
+  EXPECT(collie_algo_spec_parse("^ring,^tree,^mesh,^rd,^hd,^shm", &rules, err, sizeof err) == 0);
   EXPECT_STR(first(&ctx, &rules, COLLIE_COLL_ALLREDUCE, 8, NULL), "ring");
 }
 
@@ -291,7 +295,7 @@ static void test_comm_context(void) {
 
   /* 64 KiB on 4 ranks: shm figures pick hd (bandwidth), tcp ones rd (latency). */
   comm->nlocal = n;
-  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10};
+  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10, 0};
   const collie_algo_t *want_shm = NULL, *want_tcp = NULL;
   size_t bytes = 0;
   for (size_t b = 1024; b <= (16u << 20) && !bytes; b *= 2) {

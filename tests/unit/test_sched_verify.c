@@ -397,6 +397,7 @@ int main(int argc, char **argv) {
   pool.jobs = calloc(200, sizeof *pool.jobs);
   if (!pool.jobs) return 2;
   for (const collie_algo_t *a = collie_algos; a->name && pool.njobs < 200; a++) {
+    if (!a->build) continue; /* shared-memory collectives: tests/coll runs them */
     if (o.coll && strcmp(o.coll, collie_coll_name(a->coll))) continue;
     if (o.algo && strcmp(o.algo, a->name)) continue;
     job_t *j = &pool.jobs[pool.njobs++];

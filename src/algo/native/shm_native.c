@@ -1,0 +1,320 @@
+/* Shared-memory collectives: the round state machine (see shm_native.h). */
+#include "algo/native/shm_native.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/executor.h"
+#include "transport/shm.h"
+#include "transport/transport.h"
+
+/* Reductions of at most this many bytes take one synchronisation: every rank reduces
+ * every rank's staged vector. Above it, each rank reduces a slice and the others copy it
+ * (two synchronisations, but each byte is reduced once instead of by every rank). */
+#define SMALL_REDUCTION_BYTES 16384
+
+enum { PH_FILL, PH_COMBINE, PH_DRAIN };
+
+static bool supported(collie_coll_t c) {
+  switch (c) {
+    case COLLIE_COLL_ALLREDUCE:
+    case COLLIE_COLL_REDUCE:
+    case COLLIE_COLL_BROADCAST:
+    case COLLIE_COLL_ALLGATHER:
+    case COLLIE_COLL_REDUCE_SCATTER:
+    case COLLIE_COLL_ALLTOALL:
+    case COLLIE_COLL_BARRIER: return true;
+    default: return false;
+  }
+}
+
+/* Staged elements per block (or per vector) and round: a round stages one piece of every
+ * block this rank sends. */
+static size_t piece_elems(const collie_comm_t *comm, collie_coll_t coll, size_t esz) {
+  size_t area = comm->shm->area_size;
+  switch (coll) {
+    case COLLIE_COLL_REDUCE_SCATTER:
+    case COLLIE_COLL_ALLTOALL: return area / ((size_t)comm->nranks * esz);
+    default: return area / esz;
+  }
+}
+
+bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *args) {
+  if (!comm->shm || !comm->shm->area_off || comm->nranks < 2 || comm->nlocal != comm->nranks) return false;
+  if (!supported(args->coll)) return false;
+  return args->coll == COLLIE_COLL_BARRIER || piece_elems(comm, args->coll, args->elem_size) > 0;
+}
+
+void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
+  collie_comm_t *comm = op->comm;
+  op->native = true;
+  op->nat_esz = args->elem_size;
+  op->nat_in_place = args->in_place;
+  op->nat_count = args->count;
+  if (args->coll == COLLIE_COLL_BARRIER) {
+    op->nat_nrounds = 1;
+    return;
+  }
+  size_t piece = piece_elems(comm, args->coll, args->elem_size);
+  bool reduction = args->coll == COLLIE_COLL_ALLREDUCE || args->coll == COLLIE_COLL_REDUCE;
+  op->nat_small = reduction && args->count * args->elem_size <= SMALL_REDUCTION_BYTES && args->count <= piece;
+  if (piece > args->count) piece = args->count;
+  op->nat_piece = piece;
+  op->nat_nrounds = (args->count + piece - 1) / piece;
+}
+
+static collie_shm_area_t *area_of(collie_comm_t *comm, int rank) { return collie_shm_area(comm, rank); }
+
+static char *staged(collie_comm_t *comm, int rank, uint64_t round) {
+  return collie_shm_area_buf(area_of(comm, rank), (int)(round & 1), comm->shm->area_size);
+}
+
+/* The counters of another rank's area. Ranks equal local indices here: every rank is
+ * local. A rank that lags is remembered for timeout sentences. */
+typedef enum { F_READY, F_REDUCED, F_DONE } flag_t;
+
+static uint64_t flag_load(collie_shm_area_t *a, flag_t f) {
+  _Atomic uint64_t *p = f == F_READY ? &a->ready : f == F_REDUCED ? &a->reduced : &a->done;
+  return atomic_load_explicit(p, memory_order_acquire);
+}
+
+static bool all_reached(collie_comm_t *comm, collie_op_t *op, flag_t f, uint64_t want) {
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == comm->rank) continue;
+    if (flag_load(area_of(comm, r), f) < want) {
+      op->nat_wait = r;
+      op->nat_wait_flag = (int)f;
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool one_reached(collie_comm_t *comm, collie_op_t *op, int r, flag_t f, uint64_t want) {
+  if (r == comm->rank || flag_load(area_of(comm, r), f) >= want) return true;
+  op->nat_wait = r;
+  op->nat_wait_flag = (int)f;
+  return false;
+}
+
+static void publish(collie_comm_t *comm, flag_t f, uint64_t value) {
+  collie_shm_area_t *a = area_of(comm, comm->rank);
+  _Atomic uint64_t *p = f == F_READY ? &a->ready : f == F_REDUCED ? &a->reduced : &a->done;
+  atomic_store_explicit(p, value, memory_order_release);
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank) collie_shm_notify(comm, r);
+}
+
+/* The round's element range [lo, lo+len) within each block (or the vector). */
+static void round_range(const collie_op_t *op, uint64_t k, size_t *lo, size_t *len) {
+  *lo = (size_t)k * op->nat_piece;
+  *len = op->nat_count - *lo < op->nat_piece ? op->nat_count - *lo : op->nat_piece;
+}
+
+/* Slice of rank r in a vector of len elements. */
+static void slice(size_t len, int nranks, int r, size_t *lo, size_t *n) {
+  size_t a = len * (size_t)r / (size_t)nranks, b = len * (size_t)(r + 1) / (size_t)nranks;
+  *lo = a;
+  *n = b - a;
+}
+
+static bool fills(const collie_op_t *op, int rank) {
+  if (op->coll == COLLIE_COLL_BARRIER) return false;
+  if (op->coll == COLLIE_COLL_BROADCAST) return rank == op->root;
+  return true;
+}
+
+static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
+  const size_t e = op->nat_esz;
+  size_t lo, len;
+  round_range(op, k, &lo, &len);
+  char *mine = staged(comm, comm->rank, g);
+  const char *send = op->bufs[COLLIE_BUF_SEND];
+  switch (op->coll) {
+    case COLLIE_COLL_ALLREDUCE:
+    case COLLIE_COLL_REDUCE:
+    case COLLIE_COLL_BROADCAST:
+    case COLLIE_COLL_ALLGATHER: memcpy(mine, send + lo * e, len * e); break;
+    case COLLIE_COLL_REDUCE_SCATTER:
+    case COLLIE_COLL_ALLTOALL:
+      for (int j = 0; j < comm->nranks; j++) {
+        if (op->coll == COLLIE_COLL_ALLTOALL && j == comm->rank) continue;
+        memcpy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e);
+      }
+      break;
+    default: break;
+  }
+}
+
+/* Large reductions: this rank's slice of everyone's staged piece, reduced into its own
+ * staging buffer (nobody else reads that slice of it until `reduced`). */
+static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
+  const size_t e = op->nat_esz;
+  size_t lo, len, s0, sn;
+  round_range(op, k, &lo, &len);
+  slice(len, comm->nranks, comm->rank, &s0, &sn);
+  if (!sn) return;
+  char *dst = staged(comm, comm->rank, g) + s0 * e;
+  for (int j = 0; j < comm->nranks; j++)
+    if (j != comm->rank) op->reduce(dst, dst, staged(comm, j, g) + s0 * e, sn);
+}
+
+/* Every rank's staged vector reduced into dst, in rank order (the same bits everywhere). */
+static void reduce_all(collie_comm_t *comm, collie_op_t *op, uint64_t g, size_t off, size_t n, char *dst) {
+  const size_t e = op->nat_esz;
+  op->reduce(dst, staged(comm, 0, g) + off * e, staged(comm, 1, g) + off * e, n);
+  for (int j = 2; j < comm->nranks; j++) op->reduce(dst, dst, staged(comm, j, g) + off * e, n);
+}
+
+static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
+  const size_t e = op->nat_esz;
+  const int me = comm->rank, n = comm->nranks;
+  size_t lo, len;
+  round_range(op, k, &lo, &len);
+  char *recv = op->bufs[COLLIE_BUF_RECV];
+  const char *send = op->bufs[COLLIE_BUF_SEND];
+  switch (op->coll) {
+    case COLLIE_COLL_ALLREDUCE:
+    case COLLIE_COLL_REDUCE:
+      if (op->coll == COLLIE_COLL_REDUCE && me != op->root) break;
+      if (op->nat_small) {
+        reduce_all(comm, op, g, 0, len, recv + lo * e);
+        break;
+      }
+      for (int j = 0; j < n; j++) {
+        size_t s0, sn;
+        slice(len, n, j, &s0, &sn);
+        if (sn) memcpy(recv + (lo + s0) * e, staged(comm, j, g) + s0 * e, sn * e);
+      }
+      break;
+    case COLLIE_COLL_BROADCAST: {
+      const char *src = me == op->root ? send + lo * e : staged(comm, op->root, g);
+      if (src != recv + lo * e) memcpy(recv + lo * e, src, len * e);
+      break;
+    }
+    case COLLIE_COLL_ALLGATHER:
+      for (int j = 0; j < n; j++) {
+        char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
+        const char *src = j == me ? send + lo * e : staged(comm, j, g);
+        if (src != dst) memcpy(dst, src, len * e);
+      }
+      break;
+    case COLLIE_COLL_REDUCE_SCATTER: {
+      char *dst = recv + lo * e;
+      size_t off = (size_t)me * op->nat_piece;
+      op->reduce(dst, staged(comm, 0, g) + off * e, staged(comm, 1, g) + off * e, len);
+      for (int j = 2; j < n; j++) op->reduce(dst, dst, staged(comm, j, g) + off * e, len);
+      break;
+    }
+    case COLLIE_COLL_ALLTOALL:
+      for (int j = 0; j < n; j++) {
+        char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
+        const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
+                                  : staged(comm, j, g) + (size_t)me * op->nat_piece * e;
+        if (src != dst) memcpy(dst, src, len * e);
+      }
+      break;
+    default: break;
+  }
+}
+
+/* Which ranks' staging this rank reads in the drain, and through which counter. */
+static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
+  switch (op->coll) {
+    case COLLIE_COLL_BROADCAST: return one_reached(comm, op, op->root, F_READY, want);
+    case COLLIE_COLL_REDUCE:
+      if (comm->rank != op->root) return true;
+      /* fall through */
+    case COLLIE_COLL_ALLREDUCE: return all_reached(comm, op, op->nat_small ? F_READY : F_REDUCED, want);
+    default: return all_reached(comm, op, F_READY, want);
+  }
+}
+
+/* The first round of an operation: every rank has staged, and with the same call. */
+static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
+  if (!all_reached(comm, op, F_READY, g + 1)) return 0;
+  collie_xfer_t want;
+  memset(&want, 0, sizeof(want));
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == comm->rank) continue;
+    want.hdr = area_of(comm, comm->rank)->sig[g & 1];
+    want.hdr.src_rank = r;
+    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &area_of(comm, r)->sig[g & 1]) < 0) return -1;
+  }
+  op->nat_checked = true;
+  return 1;
+}
+
+static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
+  collie_wire_hdr_t *h = &area_of(comm, comm->rank)->sig[g & 1];
+  memset(h, 0, sizeof(*h));
+  h->magic = COLLIE_WIRE_MAGIC;
+  h->coll = (uint8_t)op->coll;
+  h->dtype = (uint8_t)op->dt;
+  h->redop = (uint8_t)op->redop;
+  h->root = op->root;
+  h->src_rank = comm->rank;
+  h->seq = op->seq;
+  h->count = op->count;
+}
+
+/* Runs as many phases of op as its peers allow. Returns >0 if anything moved, <0 after
+ * failing the communicator. */
+static int advance(collie_comm_t *comm, collie_op_t *op) {
+  int moved = 0;
+  const bool two_phase = (op->coll == COLLIE_COLL_ALLREDUCE || op->coll == COLLIE_COLL_REDUCE) && !op->nat_small;
+  while (op->nat_round < op->nat_end) {
+    const uint64_t g = op->nat_round, k = g - op->nat_base;
+    if (op->nat_phase == PH_FILL) {
+      /* This buffer was last used in round g-2: everyone must have finished it. */
+      if (g >= 2 && !all_reached(comm, op, F_DONE, g - 1)) return moved;
+      sign(comm, op, g);
+      if (fills(op, comm->rank)) fill(comm, op, g, k);
+      publish(comm, F_READY, g + 1);
+      op->nat_phase = two_phase ? PH_COMBINE : PH_DRAIN;
+      moved = 1;
+    }
+    if (!op->nat_checked) {
+      int c = check_calls(comm, op, g);
+      if (c <= 0) return c < 0 ? -1 : moved;
+    }
+    if (op->nat_phase == PH_COMBINE) {
+      if (!all_reached(comm, op, F_READY, g + 1)) return moved;
+      combine(comm, op, g, k);
+      publish(comm, F_REDUCED, g + 1);
+      op->nat_phase = PH_DRAIN;
+      moved = 1;
+    }
+    if (!drain_ready(comm, op, g + 1)) return moved;
+    drain(comm, op, g, k);
+    publish(comm, F_DONE, g + 1);
+    op->nat_phase = PH_FILL;
+    op->nat_round++;
+    moved = 1;
+  }
+  return moved;
+}
+
+/* Returns >0 if anything moved, <0 after failing the communicator. */
+int collie_native_progress(collie_comm_t *comm) {
+  for (collie_op_t *op = comm->ops; op; op = op->next) {
+    if (!op->native || op->steps_done) continue;
+    int moved = advance(comm, op);
+    if (moved < 0) return -1;
+    if (op->nat_round == op->nat_end) {
+      op->steps_done = true;
+      comm->native_ops--;
+    }
+    return moved;
+  }
+  return 0;
+}
+
+void collie_native_describe(collie_comm_t *comm, const collie_op_t *op, char *buf, size_t len) {
+  static const char *what[] = {"stage its data", "reduce its slice", "finish reading"};
+  char pd[160];
+  uint64_t k = op->nat_round - op->nat_base;
+  snprintf(buf, len, "%s: waiting in shared memory for %s to %s (round %llu of %llu)", op->req->what,
+           collie_peer_desc(comm, op->nat_wait, pd, sizeof(pd)), what[op->nat_wait_flag % 3],
+           (unsigned long long)k + 1, (unsigned long long)op->nat_nrounds);
+}

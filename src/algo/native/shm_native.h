@@ -1,0 +1,39 @@
+/* Shared-memory collectives (algorithm "shm"): when every rank shares one host, each rank
+ * stages its data in its own collective area (transport/shm.h) and reads the others'
+ * areas directly, instead of passing messages through rings.
+ *
+ * Unlike the other algorithms this is not a schedule: it runs as a small state machine
+ * over rounds that the communicator counts. A round is: wait until everyone has finished
+ * the round that last used this staging buffer, stage (fill), publish `ready`; for
+ * large reductions reduce this rank's slice of everyone's staged data in place and
+ * publish `reduced`; then read what this rank needs (drain) and publish `done`.
+ * Two staging buffers alternate, so a rank stages round g+1 while slower peers still read
+ * round g. Small reductions take one synchronisation: every rank reduces everything.
+ *
+ * The staging is a copy-in / copy-out pipeline in chunks that stay in cache
+ * (COLLIE_SHM_COLL_SIZE). Single-copy reads through process_vm_readv were measured at
+ * 40% of memcpy on this machine kind (bench/README.md), so they are not used. */
+#ifndef COLLIE_SHM_NATIVE_H
+#define COLLIE_SHM_NATIVE_H
+
+#include <stdbool.h>
+
+#include "algo/algo.h"
+#include "core/comm.h"
+
+struct collie_op;
+
+/* Whether this communicator can run `coll` with these arguments in shared memory. The
+ * answer depends only on things every rank agrees on. */
+bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *args);
+
+/* Fills the operation's native fields (rounds, piece sizes) from the arguments. */
+void collie_native_prepare(struct collie_op *op, const collie_coll_args_t *args);
+
+/* Advances the oldest unfinished native operation (under comm->lock). >0 if it moved. */
+int collie_native_progress(collie_comm_t *comm);
+
+/* For timeout sentences: what the oldest native operation waits for. */
+void collie_native_describe(collie_comm_t *comm, const struct collie_op *op, char *buf, size_t len);
+
+#endif
