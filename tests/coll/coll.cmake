@@ -67,7 +67,7 @@ add_coll_test(coll_progress_thread_3 300 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} 
 
 # Every algorithm forced on 5 ranks (not a power of two), for the collectives that have it;
 # the others stay automatic. Small chunks so that moderate counts are pipelined too.
-set(COLL_ALGOS ring tree mesh rd hd bruck binomial chain scatter_allgather rs_gather pairwise linear dissemination)
+set(COLL_ALGOS ring tree mesh rd hd bruck binomial chain scatter_allgather rs_gather pairwise linear dissemination shm)
 set(COLL_OF_ring allreduce,allgather,allgatherv,reduce_scatter,reduce_scatterv)
 set(COLL_OF_tree allreduce)
 set(COLL_OF_mesh allreduce,allgather,allgatherv,reduce_scatter,reduce_scatterv,alltoall,alltoallv)
@@ -81,6 +81,7 @@ set(COLL_OF_rs_gather reduce)
 set(COLL_OF_pairwise alltoall,alltoallv)
 set(COLL_OF_linear scatter,gather)
 set(COLL_OF_dissemination barrier)
+set(COLL_OF_shm allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall,barrier)
 foreach(a ${COLL_ALGOS})
   add_coll_test(coll_algo_${a}_5 300 "COLLIE_ALGO=${a};COLLIE_CHUNK_SIZE=1024"
                 ${COLL_RUN} -n 5 --timeout 280 ${COLL_CHECK} --dtypes quick --coll ${COLL_OF_${a}},nonblocking)
@@ -90,6 +91,13 @@ foreach(a rd hd bruck binomial dissemination)
   add_coll_test(coll_algo_${a}_4 300 "COLLIE_ALGO=${a};COLLIE_CHUNK_SIZE=1024"
                 ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --coll ${COLL_OF_${a}},nonblocking)
 endforeach()
+# The shared-memory collectives with a tiny staging area: every collective takes many
+# rounds, the two staging buffers alternate, large reductions take the two-phase path.
+add_coll_test(coll_algo_shm_small_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K"
+              ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
+add_coll_test(coll_algo_shm_threads_3 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K" ${COLL_CHECK} --threads 3 --dtypes quick)
+# Without the shared area (COLLIE_SHM_COLL_SIZE=0) the schedules serve every rank count.
+add_coll_test(coll_shm_no_area_4 300 "COLLIE_SHM_COLL_SIZE=0" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick)
 # A per-collective specification, in the documented ';'-separated form.
 add_test(NAME coll_algo_mixed_4 COMMAND ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick
          --coll allreduce,allgather,broadcast,alltoall,nonblocking)
@@ -104,3 +112,7 @@ set_tests_properties(coll_mismatch_4 PROPERTIES TIMEOUT 120 LABELS coll
 add_test(NAME coll_mismatch_threads_4 COMMAND ${COLL_CHECK} --threads 4 --mismatch)
 set_tests_properties(coll_mismatch_threads_4 PROPERTIES TIMEOUT 120 LABELS coll
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30")
+# Mismatches caught by the shared-memory collectives' call fingerprints.
+add_test(NAME coll_mismatch_shm_2 COMMAND ${COLL_RUN} -n 2 --timeout 100 ${COLL_CHECK} --mismatch)
+set_tests_properties(coll_mismatch_shm_2 PROPERTIES TIMEOUT 120 LABELS coll
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30;COLLIE_ALGO=shm")

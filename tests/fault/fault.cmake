@@ -17,5 +17,9 @@ add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
 add_test(NAME fault_abort COMMAND ${FAULT_BIN} abort)
 set_tests_properties(fault_exec_timeout fault_connect_timeout fault_slow_destroy fault_junk_on_bootstrap fault_bad_args fault_abort
                      PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# A late rank in a shared-memory collective (algorithm shm, 3 ranks as threads).
+add_test(NAME fault_shm_timeout COMMAND ${FAULT_BIN} shm-timeout)
+set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm")
 add_test(NAME fault_kill_rank1_allreduce_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 4 1 shm allreduce)
 set_tests_properties(fault_kill_rank1_allreduce_shm PROPERTIES TIMEOUT 90 LABELS fault)

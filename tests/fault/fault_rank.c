@@ -214,15 +214,41 @@ static void *abort_thread(void *p) {
   return NULL;
 }
 
-static int two_threads(void *(*fn)(void *)) {
-  collie_comm_t *comms[2];
-  collie_result_t r = collie_comm_init_all(comms, 2);
+/* Three ranks on one host run allreduce in shared memory (algorithm shm); rank 2 arrives
+ * after the exec timeout. Ranks 0 and 1 must time out naming rank 2 and the collective. */
+static void *shm_timeout_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  float in[4] = {1, 2, 3, 4}, out[4];
+  if (rank == 2) sleep(4);
+  double t0 = now_s();
+  collie_result_t r = collie_allreduce(in, out, 4, COLLIE_FLOAT32, COLLIE_SUM, a->comm);
+  double dt = now_s() - t0;
+  const char *msg = collie_get_last_error(a->comm);
+  printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt, msg);
+  if (rank == 2) a->rc = r != COLLIE_ERR_TIMEOUT;
+  else
+    a->rc = !(r == COLLIE_ERR_TIMEOUT && strstr(msg, "allreduce") && strstr(msg, "shared memory") &&
+              strstr(msg, "rank 2") && dt < 10);
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+static int threads(int n, void *(*fn)(void *)) {
+  collie_comm_t *comms[3];
+  collie_result_t r = collie_comm_init_all(comms, n);
   if (r) return fail("init_all", r, NULL);
-  pthread_t th[2];
-  targ_t args[2] = {{comms[0], 0}, {comms[1], 0}};
-  for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, fn, &args[i]);
-  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-  return args[0].rc | args[1].rc;
+  pthread_t th[3];
+  targ_t args[3];
+  for (int i = 0; i < n; i++) args[i] = (targ_t){comms[i], 0};
+  for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, fn, &args[i]);
+  int rc = 0;
+  for (int i = 0; i < n; i++) {
+    pthread_join(th[i], NULL);
+    rc |= args[i].rc;
+  }
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -232,8 +258,9 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
-  if (argc == 2 && !strcmp(argv[1], "bad-args")) return two_threads(bad_args_thread);
-  if (argc == 2 && !strcmp(argv[1], "abort")) return two_threads(abort_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce] | exec-timeout | connect-timeout | join | bad-args | abort | slow-destroy\n");
+  if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
+  if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
+  if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce] | exec-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout\n");
   return 2;
 }

@@ -133,21 +133,42 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
+      if (!op->nat_small) {
+        /* Everyone's slices but this rank's own: it reduces that one from its send buffer. */
+        size_t s0, sn;
+        slice(len, comm->nranks, comm->rank, &s0, &sn);
+        memcpy(mine, send + lo * e, s0 * e);
+        memcpy(mine + (s0 + sn) * e, send + (lo + s0 + sn) * e, (len - s0 - sn) * e);
+        break;
+      }
+      /* fall through */
     case COLLIE_COLL_BROADCAST:
     case COLLIE_COLL_ALLGATHER: memcpy(mine, send + lo * e, len * e); break;
     case COLLIE_COLL_REDUCE_SCATTER:
     case COLLIE_COLL_ALLTOALL:
-      for (int j = 0; j < comm->nranks; j++) {
-        if (op->coll == COLLIE_COLL_ALLTOALL && j == comm->rank) continue;
-        memcpy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e);
-      }
+      /* Every block but this rank's own, which it reads from its send buffer. */
+      for (int j = 0; j < comm->nranks; j++)
+        if (j != comm->rank)
+          memcpy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e);
       break;
     default: break;
   }
 }
 
-/* Large reductions: this rank's slice of everyone's staged piece, reduced into its own
- * staging buffer (nobody else reads that slice of it until `reduced`). */
+/* dst = own (this rank's operand) reduced with every other rank's staged elements
+ * [off, off+n), in rank order. dst may be own. */
+static void reduce_others(collie_comm_t *comm, collie_op_t *op, uint64_t g, char *dst, const char *own, size_t off,
+                          size_t n) {
+  const char *a = own;
+  for (int j = 0; j < comm->nranks; j++) {
+    if (j == comm->rank) continue;
+    op->reduce(dst, a, staged(comm, j, g) + off * op->nat_esz, n);
+    a = dst;
+  }
+}
+
+/* Large reductions: this rank's slice of everyone's piece, reduced into its own staging
+ * buffer, where the slice was left empty (nobody reads it until `reduced`). */
 static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   size_t lo, len, s0, sn;
@@ -155,8 +176,7 @@ static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k
   slice(len, comm->nranks, comm->rank, &s0, &sn);
   if (!sn) return;
   char *dst = staged(comm, comm->rank, g) + s0 * e;
-  for (int j = 0; j < comm->nranks; j++)
-    if (j != comm->rank) op->reduce(dst, dst, staged(comm, j, g) + s0 * e, sn);
+  reduce_others(comm, op, g, dst, op->bufs[COLLIE_BUF_SEND] + (lo + s0) * e, s0, sn);
 }
 
 /* Every rank's staged vector reduced into dst, in rank order (the same bits everywhere). */
@@ -200,10 +220,8 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: {
-      char *dst = recv + lo * e;
-      size_t off = (size_t)me * op->nat_piece;
-      op->reduce(dst, staged(comm, 0, g) + off * e, staged(comm, 1, g) + off * e, len);
-      for (int j = 2; j < n; j++) op->reduce(dst, dst, staged(comm, j, g) + off * e, len);
+      reduce_others(comm, op, g, recv + lo * e, send + ((size_t)me * op->nat_count + lo) * e,
+                    (size_t)me * op->nat_piece, len);
       break;
     }
     case COLLIE_COLL_ALLTOALL:
