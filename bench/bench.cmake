@@ -1,2 +1,3 @@
 # Benchmarks (not tests): probes of the machine's limits, compared against in bench/ scripts.
 add_executable(memcpy_probe ${CMAKE_CURRENT_LIST_DIR}/memcpy_probe.c)
+add_executable(cma_probe ${CMAKE_CURRENT_LIST_DIR}/cma_probe.c)

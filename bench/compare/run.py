@@ -186,6 +186,19 @@ class Runner:
             res[int(m.group(1))] = float(m.group(2))
         return res
 
+    def probe_cma(self):
+        """process_vm_readv against memcpy, 64 MiB (bench/cma_probe.c)."""
+        exe = os.path.join(self.build, "bin", "cma_probe")
+        if not os.access(exe, os.X_OK):
+            self.notes.append("CMA probe missing (build/bin/cma_probe)")
+            return None
+        rc, out = self.sh([exe, "64"], os.path.join(self.logs, "cma.log"))
+        m = re.search(r"process_vm_readv\s+\d+ bytes:\s+([\d.]+) GB/s", out)
+        c = re.search(r"memcpy\s+\d+ bytes:\s+([\d.]+) GB/s", out)
+        if not m:
+            return "not available" if "not available" in out else None
+        return f"{float(m.group(1)):.2f} GB/s" + (f" (memcpy in-process: {float(c.group(1)):.2f} GB/s)" if c else "")
+
     @staticmethod
     def free_port():
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -379,6 +392,8 @@ class Runner:
         if mem:
             L.append("| memcpy, one thread (bench/memcpy_probe.c) | " +
                      ", ".join(f"{fmt_size(k)}: {v:.2f} GB/s" for k, v in sorted(mem.items())) + " |")
+        if getattr(self, "cma", None):
+            L.append(f"| process_vm_readv from another process, 64 MiB (bench/cma_probe.c) | {self.cma} |")
         L.append(f"| TCP over loopback, one stream (iperf3, {self.iperf_secs} s) | " +
                  (f"{sock:.2f} GB/s" if sock else "not measured") + " |")
         L.append("")
@@ -611,6 +626,8 @@ def main():
     log("memcpy: " + ", ".join(f"{fmt_size(k)} {v:.2f} GB/s" for k, v in sorted(mem.items())))
     sock = r.probe_socket()
     log(f"loopback TCP (iperf3): {sock:.2f} GB/s" if sock else "loopback TCP: not measured")
+    r.cma = r.probe_cma()
+    log(f"process_vm_readv: {r.cma}" if r.cma else "process_vm_readv: not measured")
     r.run_all()
     load1 = os.getloadavg()[0]
     r.plot(mem, sock)

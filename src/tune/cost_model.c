@@ -24,7 +24,8 @@
  *          byte staged through the shared area costs what a message byte costs (a copy
  *          in and a copy out: beta); the m_* terms are synchronisations, paid once:
  *          rounds of COLLIE_SHM_COLL_SIZE overlap like a pipeline, and a rank waits only
- *          for the slowest. Measured on 2 cores (bench/): 1 to 2.8 times the message
+ *          for the slowest. Reductions of at most 16 KiB take one synchronisation and
+ *          every rank reduces everything ((p-1) n gamma). Measured on 2 cores (bench/): 1 to 2.8 times the message
  *          algorithms from 3 ranks on; with 2 ranks the message algorithms stay ahead for
  *          reductions.
  *
@@ -36,6 +37,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "algo/native/shm_native.h"
 #include "tune/tune.h"
 
 typedef enum { PIPE_NONE, PIPE_BLOCK, PIPE_STREAM, PIPE_AREA } pipe_t;
@@ -189,6 +191,10 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
   } else if (f->pipe == PIPE_AREA) {
     /* only where every rank shares a host; elsewhere the shared area does not exist */
     if (ctx->link != COLLIE_LINK_SHM || !ctx->area_bytes) return -1;
+    if ((coll == COLLIE_COLL_ALLREDUCE || coll == COLLIE_COLL_REDUCE) && n <= COLLIE_SHM_SMALL_REDUCTION_BYTES) {
+      msgs = 1; /* one synchronisation; every rank reduces every rank's vector */
+      red = n * (p - 1);
+    }
   } else if (f->pipe == PIPE_STREAM) {
     double k = ceil(f->stream * n / chunk);
     if (k < 1) k = 1;

@@ -8,11 +8,6 @@
 #include "transport/shm.h"
 #include "transport/transport.h"
 
-/* Reductions of at most this many bytes take one synchronisation: every rank reduces
- * every rank's staged vector. Above it, each rank reduces a slice and the others copy it
- * (two synchronisations, but each byte is reduced once instead of by every rank). */
-#define SMALL_REDUCTION_BYTES 16384
-
 enum { PH_FILL, PH_COMBINE, PH_DRAIN };
 
 static bool supported(collie_coll_t c) {
@@ -57,7 +52,7 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   }
   size_t piece = piece_elems(comm, args->coll, args->elem_size);
   bool reduction = args->coll == COLLIE_COLL_ALLREDUCE || args->coll == COLLIE_COLL_REDUCE;
-  op->nat_small = reduction && args->count * args->elem_size <= SMALL_REDUCTION_BYTES && args->count <= piece;
+  op->nat_small = reduction && args->count * args->elem_size <= COLLIE_SHM_SMALL_REDUCTION_BYTES && args->count <= piece;
   if (piece > args->count) piece = args->count;
   op->nat_piece = piece;
   op->nat_nrounds = (args->count + piece - 1) / piece;

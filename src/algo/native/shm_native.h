@@ -23,6 +23,12 @@
 
 struct collie_op;
 
+/* Reductions of at most this many bytes take one synchronisation: every rank reduces
+ * every rank's staged vector. Above it, each rank reduces a slice and the others copy it
+ * (two synchronisations, but each byte is reduced once instead of by every rank). The
+ * cost model (tune/cost_model.c) knows this too. */
+#define COLLIE_SHM_SMALL_REDUCTION_BYTES 16384
+
 /* Whether this communicator can run `coll` with these arguments in shared memory. The
  * answer depends only on things every rank agrees on. */
 bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *args);
