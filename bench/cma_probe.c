@@ -3,7 +3,9 @@
  * reads of a peer's buffer could beat staging through shared memory (docs/algorithms.md,
  * "Not single-copy"). Prints one line per method, best of 5, GB/s copied.
  *   cma_probe [MiB]   (default 64) */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
