@@ -48,8 +48,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                 "'shm'; two such buffers per rank). 0 turns them off."},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
                                   "1: a background thread progresses nonblocking operations."},
-    [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "2",
-                       "Microseconds a waiting rank polls before it starts yielding its core."},
+    [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "20",
+                       "Microseconds a waiting rank polls before it starts yielding its core (0 when the "
+                       "host's ranks outnumber its cores, unless set)."},
     [COLLIE_P_YIELD] = {"COLLIE_YIELD", COLLIE_PT_INT, "2000",
                         "Microseconds a waiting rank yields (sched_yield) before it sleeps on a futex."},
     [COLLIE_P_ALGO] = {"COLLIE_ALGO", COLLIE_PT_STRING, NULL,
