@@ -148,6 +148,11 @@ collie_result_t collie_comm_synchronize(collie_comm_t *comm);     /* waits for a
 size_t collie_datatype_size(collie_datatype_t dt);             /* 0 for an invalid datatype */
 const char *collie_datatype_name(collie_datatype_t dt);        /* "float32", ... or "invalid" */
 const char *collie_redop_name(collie_redop_t op);              /* "sum", ... or "invalid" */
+/* Memory the other ranks of this host can read and write directly. Collectives whose send
+ * and receive buffers all come from here copy once instead of twice inside a host (like
+ * ncclMemAlloc). Free with collie_mem_free; collie_mem_free(NULL) does nothing. */
+collie_result_t collie_mem_alloc(void **ptr, size_t size);
+collie_result_t collie_mem_free(void *ptr);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -51,6 +51,7 @@ struct collie_comm {
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
   int native_ops;              /* posted shared-memory collectives not yet finished */
   uint32_t native_logged;      /* collectives whose shared-memory choice was logged */
+  bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
   int64_t last_progress_ns;
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */

@@ -46,6 +46,10 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_SHM_COLL_SIZE] = {"COLLIE_SHM_COLL_SIZE", COLLIE_PT_SIZE, "256K",
                                 "Bytes each rank stages per round in the shared-memory collectives (algorithm "
                                 "'shm'; two such buffers per rank). 0 turns them off."},
+    [COLLIE_P_SHM_DIRECT] = {"COLLIE_SHM_DIRECT", COLLIE_PT_INT, "1",
+                             "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
+                             "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
+                             "of one process); 0: always stage."},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
                                   "1: a background thread progresses nonblocking operations."},
     [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "20",

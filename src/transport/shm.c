@@ -142,6 +142,11 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
 
 collie_result_t collie_shm_connect(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
+  st->one_process = true;
+  for (int r = 0; comm->cards && r < comm->nranks; r++)
+    if (comm->cards[r].pid != comm->cards[comm->rank].pid || strcmp(comm->cards[r].host_id, comm->cards[comm->rank].host_id))
+      st->one_process = false;
+  if (!comm->cards) st->one_process = false;
   char name[64], pd[160];
   for (int li = 0; li < comm->nlocal; li++) {
     int r = comm->local_ranks[li];
@@ -197,6 +202,7 @@ void collie_shm_destroy(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
   if (!st) return;
   collie_shm_unlink(comm);
+  collie_shm_unmap_peers(st);
   for (int li = 0; st->segs && li < comm->nlocal; li++)
     if (st->segs[li]) munmap(st->segs[li], st->seg_bytes);
   free(st->segs);

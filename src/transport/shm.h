@@ -9,6 +9,7 @@
 #define COLLIE_SHM_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/comm.h"
@@ -26,15 +27,38 @@ typedef struct {
 /* The collective area at the end of each rank's segment (algo/shm_native.c): counters
  * that only its owner writes and every local peer reads, then two staging buffers. The
  * counters count rounds of shared-memory collectives since the communicator began. */
+/* Where one of the owner's buffers is, for peers that read or write it directly
+ * (algo/native/shm_direct.c). */
+enum { COLLIE_BUFLOC_NONE, COLLIE_BUFLOC_ADDR, COLLIE_BUFLOC_MEM };
 typedef struct {
-  _Atomic uint64_t ready;   /* rounds whose data the owner has staged */
-  char pad0[56];
-  _Atomic uint64_t reduced; /* rounds whose slice the owner has reduced in place */
-  char pad1[56];
-  _Atomic uint64_t done;    /* rounds the owner has finished reading from everyone */
-  char pad2[56];
-  collie_wire_hdr_t sig[2]; /* per staging buffer: the call that staged it, to catch mismatches */
-  char pad3[32];
+  uint8_t kind;   /* NONE: not reachable; ADDR: an address in the owner's process (ranks
+                     that are threads of one process); MEM: inside a collie_mem_alloc */
+  uint8_t pad[3];
+  int32_t pid, fd;  /* MEM: the owner's process and the allocation's descriptor */
+  uint32_t pad2;
+  uint64_t id, off; /* MEM: the allocation's id and the buffer's offset in it */
+  uint64_t addr;    /* ADDR: the address */
+  uint64_t len;
+} collie_shm_bufloc_t;
+
+/* The area's counters, each on its own cache line. */
+enum {
+  COLLIE_SHM_READY,   /* rounds the owner has entered (fingerprint and buffer locations written) */
+  COLLIE_SHM_STAGED,  /* rounds whose data the owner has staged */
+  COLLIE_SHM_REDUCED, /* rounds whose slice the owner has reduced in place */
+  COLLIE_SHM_DONE,    /* rounds the owner has finished reading from everyone */
+  COLLIE_SHM_NCOUNTERS
+};
+typedef struct {
+  _Atomic uint64_t v;
+  char pad[56];
+} collie_shm_counter_t;
+
+typedef struct {
+  collie_shm_counter_t ctr[COLLIE_SHM_NCOUNTERS];
+  collie_wire_hdr_t sig[2];      /* per staging buffer: the call that staged it, to catch mismatches */
+  collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
+  char pad[32];
 } collie_shm_area_t;
 
 typedef struct collie_shm_state {
@@ -46,7 +70,16 @@ typedef struct collie_shm_state {
   uint64_t nslots, slot_size;
   size_t area_off;  /* offset of the collective area in every segment; 0: none */
   size_t area_size; /* bytes of each of its two staging buffers */
+  bool one_process; /* every rank is a thread of this process */
+  struct collie_shm_peer_map *maps; /* peers' collie_mem_alloc allocations mapped here */
+  int nmaps, maps_cap;
 } collie_shm_state_t;
+
+/* The local address of a peer's buffer that `loc` (published by `rank`) describes, mapped
+ * on first use and kept until the communicator is destroyed. NULL after failing the
+ * communicator with a sentence (the peer's allocation could not be opened or is gone). */
+char *collie_shm_peer_buffer(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc);
+void collie_shm_unmap_peers(collie_shm_state_t *st);
 
 /* Phase 1: create this rank's segment. Phase 2 (after all local ranks created theirs):
  * map the peers' segments and set up their transport state. Phase 3 (after all mapped):

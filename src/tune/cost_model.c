@@ -25,9 +25,11 @@
  *          in and a copy out: beta); the m_* terms are synchronisations, paid once:
  *          rounds of COLLIE_SHM_COLL_SIZE overlap like a pipeline, and a rank waits only
  *          for the slowest. Reductions of at most 16 KiB take one synchronisation and
- *          every rank reduces everything ((p-1) n gamma). Measured on 2 cores (bench/): 1 to 2.8 times the message
- *          algorithms from 3 ranks on; with 2 ranks the message algorithms stay ahead for
- *          reductions.
+ *          every rank reduces everything ((p-1) n gamma); larger ones hide all but one
+ *          round's reduction behind the others' staging, as the ring hides all but one
+ *          chunk's, as long as every rank has a core. Measured on 2 cores (bench/): 1 to 2.8 times the message
+ *          algorithms from 3 ranks on; with 2 ranks, level with them up to 1 MiB and up to
+ *          1.6 times the ring above.
  *
  * alpha and beta are the transport's (shm when every rank shares a host, else tcp), gamma
  * the reduction kernels', delta the local copy's; each may be scaled per (collective,
@@ -194,6 +196,8 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     if ((coll == COLLIE_COLL_ALLREDUCE || coll == COLLIE_COLL_REDUCE) && n <= COLLIE_SHM_SMALL_REDUCTION_BYTES) {
       msgs = 1; /* one synchronisation; every rank reduces every rank's vector */
       red = n * (p - 1);
+    } else if (red > (double)ctx->area_bytes && ctx->ranks_per_core <= 1) {
+      red = (double)ctx->area_bytes; /* a rank reduces round g while the others stage g+1 */
     }
   } else if (f->pipe == PIPE_STREAM) {
     double k = ceil(f->stream * n / chunk);

@@ -96,6 +96,14 @@ endforeach()
 add_coll_test(coll_algo_shm_small_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K"
               ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
 add_coll_test(coll_algo_shm_threads_3 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K" ${COLL_CHECK} --threads 3 --dtypes quick)
+# The single-copy path: buffers from collie_mem_alloc, mapped by the other processes
+# (--big: 64 KiB and more), on the automatic choice and with shm forced on 2 ranks; and
+# ranks as threads, whose buffers are all reachable.
+add_coll_test(coll_register_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
+add_coll_test(coll_register_shm_2 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
+add_coll_test(coll_direct_threads_4 300 "COLLIE_ALGO=shm" ${COLL_CHECK} --threads 4 --dtypes quick --big)
+# The same with the single-copy path off: everything staged.
+add_coll_test(coll_register_staged_3 300 "COLLIE_SHM_DIRECT=0" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 # Without the shared area (COLLIE_SHM_COLL_SIZE=0) the schedules serve every rank count.
 add_coll_test(coll_shm_no_area_4 300 "COLLIE_SHM_COLL_SIZE=0" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick)
 # A per-collective specification, in the documented ';'-separated form.

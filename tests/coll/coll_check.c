@@ -2,7 +2,7 @@
  * against collie.h (API.md).
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
- *              [--mismatch] [--seed S] [-v]
+ *              [--register] [--mismatch] [--seed S] [-v]
  *
  * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
  * mpirun, mpiexec, srun, torchrun-style variables); with it, N ranks run as threads of this
@@ -29,6 +29,9 @@
  * with collie_test, then collie_comm_synchronize), determinism (order-sensitive random
  * floats: identical bits on every rank and on every repetition).
  *
+ * --register: every send and receive buffer comes from collie_mem_alloc, so the
+ * shared-memory collectives of 64 KiB and more take their single-copy path between
+ * processes (with --big).
  * --mismatch: rank 0 calls allreduce with count 1000, the others with 1024; every rank must
  * get COLLIE_ERR_MISMATCH naming allreduce (and, where the rank saw the counts, both
  * counts); then a datatype mismatch on a second communicator; then a third, healthy
@@ -61,9 +64,10 @@ static struct {
   int all_dtypes;
   int big;
   int mismatch;
+  int reg; /* --register: buffers from collie_mem_alloc */
   uint64_t seed;
   int verbose;
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 1, 0};
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -120,7 +124,13 @@ static int region_init(region_t *g, const char *name, size_t off, size_t len) {
   g->len = len;
   g->total = off + len + GUARD;
   size_t alloc = (g->total + 63) & ~(size_t)63;
-  g->base = aligned_alloc(64, alloc);
+  g->base = NULL;
+  if (opt.reg) { /* --register: buffers the other ranks may read directly */
+    void *p;
+    if (collie_mem_alloc(&p, alloc) == COLLIE_SUCCESS) g->base = p;
+  } else {
+    g->base = aligned_alloc(64, alloc);
+  }
   g->exp = malloc(g->total);
   g->care = malloc(g->total);
   if (!g->base || !g->exp || !g->care) {
@@ -137,7 +147,8 @@ static int region_init(region_t *g, const char *name, size_t off, size_t len) {
 
 static void region_free(region_t *g) {
   if (!g->used) return;
-  free(g->base);
+  if (opt.reg) collie_mem_free(g->base);
+  else free(g->base);
   free(g->exp);
   free(g->care);
   memset(g, 0, sizeof(*g));
@@ -1222,6 +1233,7 @@ int main(int argc, char **argv) {
       else if (!strcmp(v, "all")) opt.all_dtypes = 1;
       else usage();
     } else if (!strcmp(a, "--big")) opt.big = 1;
+    else if (!strcmp(a, "--register")) opt.reg = 1;
     else if (!strcmp(a, "--mismatch")) opt.mismatch = 1;
     else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(a, "-v")) opt.verbose++;

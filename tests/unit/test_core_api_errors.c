@@ -154,6 +154,31 @@ static void test_last_error_per_thread(collie_unique_id_t id) {
   EXPECT_STR(collie_get_last_error(NULL), mine);
 }
 
+/* collie_mem_alloc / collie_mem_free: usable memory, clear errors for misuse. */
+static void test_mem(void) {
+  void *p = (void *)1;
+  EXPECT(collie_mem_alloc(NULL, 64) == COLLIE_ERR_INVALID_ARGUMENT);
+  EXPECT(collie_mem_alloc(&p, 0) == COLLIE_ERR_INVALID_ARGUMENT);
+  EXPECT(p == NULL);
+  EXPECT(strstr(collie_get_last_error(NULL), "size is 0") != NULL);
+  EXPECT(collie_mem_alloc(&p, (size_t)-1) == COLLIE_ERR_INVALID_ARGUMENT);
+  EXPECT(collie_mem_alloc(&p, 100000) == COLLIE_SUCCESS);
+  EXPECT(p != NULL && ((uintptr_t)p & 4095) == 0); /* page aligned */
+  memset(p, 0xab, 100000);
+  EXPECT(((unsigned char *)p)[99999] == 0xab);
+  void *q;
+  EXPECT(collie_mem_alloc(&q, 1) == COLLIE_SUCCESS);
+  EXPECT(q != p);
+  char stack;
+  EXPECT(collie_mem_free(&stack) == COLLIE_ERR_INVALID_ARGUMENT);
+  EXPECT(strstr(collie_get_last_error(NULL), "not returned by collie_mem_alloc") != NULL);
+  EXPECT(collie_mem_free((char *)p + 8) == COLLIE_ERR_INVALID_ARGUMENT);
+  EXPECT(collie_mem_free(p) == COLLIE_SUCCESS);
+  EXPECT(collie_mem_free(p) == COLLIE_ERR_INVALID_ARGUMENT); /* twice */
+  EXPECT(collie_mem_free(q) == COLLIE_SUCCESS);
+  EXPECT(collie_mem_free(NULL) == COLLIE_SUCCESS);
+}
+
 int main(void) {
   unsetenv("COLLIE_EXEC_TIMEOUT");
   /* A real id for the argument checks, so that only the argument under test is wrong. */
@@ -167,5 +192,6 @@ int main(void) {
   test_other_version();
   test_strings();
   test_last_error_per_thread(id);
+  test_mem();
   return unit_summary("test_core_api_errors");
 }

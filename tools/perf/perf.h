@@ -40,6 +40,7 @@ typedef struct {
   size_t step_bytes;
   int iters, warmup, check_iters, agg;
   int nonblocking; /* -z 1: i-variants and collie_wait */
+  int registered;  /* -R 1: send and receive buffers from collie_mem_alloc */
   perf_avg_t average;
   collie_datatype_t dtypes[COLLIE_NUM_DATATYPES];
   int ndtypes;
@@ -118,6 +119,7 @@ typedef struct {
 typedef struct {
   void *send, *recv, *expect;
   size_t cap, expect_cap; /* bytes */
+  int registered;         /* send and recv came from collie_mem_alloc */
 } perf_bufs_t;
 
 /* perf_bench.c: measures and checks both placements of the row c describes. */

@@ -32,6 +32,8 @@ void perf_usage(FILE *f, const char *prog) {
           "                          (default 1)\n"
           "  -z, --nonblocking 0/1   1: i-variants and collie_wait instead of blocking calls\n"
           "  -m, --agg_iters N       operations started between two clock readings (default 1)\n"
+          "  -R, --register 0/1      1: send and receive buffers from collie_mem_alloc, which\n"
+          "                          the other local ranks read directly (default 0: malloc)\n"
           "  -T, --timeout SEC       an operation making no progress for SEC fails\n"
           "                          (sets COLLIE_EXEC_TIMEOUT)\n"
           "  -J, --json FILE         also write the results as JSON to FILE\n"
@@ -150,12 +152,13 @@ int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *o) {
       {"nonblocking", required_argument, 0, 'z'}, {"agg_iters", required_argument, 0, 'm'},
       {"timeout", required_argument, 0, 'T'},   {"json", required_argument, 0, 'J'},
       {"algo", required_argument, 0, 'A'},      {"format", required_argument, 0, OPT_FORMAT},
+      {"register", required_argument, 0, 'R'},
       {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
   set_defaults(o);
   optind = 1;
   int c, v;
   const char *bad = NULL;
-  while (!bad && (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:p:a:z:m:T:J:A:h", longs, NULL)) != -1) {
+  while (!bad && (c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:p:a:z:m:T:J:A:R:h", longs, NULL)) != -1) {
     switch (c) {
       case 'b': if (parse_size(optarg, &o->min_bytes)) bad = "-b wants a size such as 8, 1K or 64M"; break;
       case 'e': if (parse_size(optarg, &o->max_bytes)) bad = "-e wants a size such as 8, 1K or 64M"; break;
@@ -181,6 +184,7 @@ int perf_parse_args(int argc, char **argv, const char *prog, perf_opts_t *o) {
       case 'p': if (parse_int(optarg, 1, 4096, &o->local_ranks)) bad = "-p wants a number of ranks, 1 to 4096"; break;
       case 'a': if (parse_int(optarg, 0, 3, &v)) bad = "-a wants 0, 1, 2 or 3"; else o->average = (perf_avg_t)v; break;
       case 'z': if (parse_int(optarg, 0, 1, &o->nonblocking)) bad = "-z wants 0 or 1"; break;
+      case 'R': if (parse_int(optarg, 0, 1, &o->registered)) bad = "-R wants 0 or 1"; break;
       case 'm': if (parse_int(optarg, 1, 1 << 20, &o->agg)) bad = "-m wants a number >= 1"; break;
       case 'T': {
         char *end;

@@ -30,32 +30,44 @@ static double now_s(void) {
 
 static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
-/* Page-aligned, and touched once so that first-touch page faults are not timed. */
-static void *alloc_touched(size_t bytes, perf_ctx_t *c) {
+/* Page-aligned (malloc) or shared (collie_mem_alloc, -R 1), and touched once so that
+ * first-touch page faults are not timed. */
+static void *alloc_touched(size_t bytes, perf_ctx_t *c, int registered) {
   void *p = NULL;
-  if (posix_memalign(&p, 4096, bytes ? bytes : 64)) perf_die(c->comm, c->rank, "allocating buffers", COLLIE_ERR_SYSTEM);
+  if (registered) {
+    collie_result_t r = collie_mem_alloc(&p, bytes ? bytes : 64);
+    if (r) perf_die(c->comm, c->rank, "collie_mem_alloc", r);
+  } else if (posix_memalign(&p, 4096, bytes ? bytes : 64)) {
+    perf_die(c->comm, c->rank, "allocating buffers", COLLIE_ERR_SYSTEM);
+  }
   memset(p, 0, bytes);
   return p;
 }
 
-static void ensure_bufs(perf_bufs_t *b, size_t bytes, size_t expect_bytes, perf_ctx_t *c) {
+static void free_buf(void *p, int registered) {
+  if (registered) collie_mem_free(p);
+  else free(p);
+}
+
+static void ensure_bufs(perf_bufs_t *b, size_t bytes, size_t expect_bytes, perf_ctx_t *c, int registered) {
   if (bytes > b->cap || !b->send) {
-    free(b->send);
-    free(b->recv);
-    b->send = alloc_touched(bytes, c);
-    b->recv = alloc_touched(bytes, c);
+    free_buf(b->send, b->registered);
+    free_buf(b->recv, b->registered);
+    b->registered = registered;
+    b->send = alloc_touched(bytes, c, registered);
+    b->recv = alloc_touched(bytes, c, registered);
     b->cap = bytes;
   }
   if (expect_bytes > b->expect_cap || !b->expect) {
     free(b->expect);
-    b->expect = alloc_touched(expect_bytes, c);
+    b->expect = alloc_touched(expect_bytes, c, 0);
     b->expect_cap = expect_bytes;
   }
 }
 
 void perf_bufs_free(perf_bufs_t *b) {
-  free(b->send);
-  free(b->recv);
+  free_buf(b->send, b->registered);
+  free_buf(b->recv, b->registered);
   free(b->expect);
   memset(b, 0, sizeof *b);
 }
@@ -128,7 +140,7 @@ static long long checked(const perf_coll_t *coll, const perf_opts_t *o, perf_ctx
 void perf_bench_row(const perf_coll_t *coll, const perf_opts_t *o, perf_ctx_t *c, perf_bufs_t *b, perf_row_t *row) {
   /* In place, send and recv both live in recvbuf at their offsets. */
   size_t elems = max3(c->send_elems, c->send_ip_off + c->send_elems, c->recv_ip_off + c->recv_elems);
-  ensure_bufs(b, elems * c->esz, c->check_elems * c->esz, c);
+  ensure_bufs(b, elems * c->esz, c->check_elems * c->esz, c, o->registered);
   uint64_t row_seed = perf_mix(((uint64_t)c->size_bytes << 16) ^ ((uint64_t)c->dt << 8) ^ (uint64_t)(c->op + 1) ^
                                ((uint64_t)(c->root + 1) << 40));
   perf_reqs_t q = {0};

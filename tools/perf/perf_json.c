@@ -52,9 +52,10 @@ int perf_write_json(const char *path, const perf_info_t *in, const perf_row_t *r
   fprintf(f,
           ",\n  \"options\": {\"min_bytes\": %zu, \"max_bytes\": %zu, \"step_factor\": %g, \"step_bytes\": %zu, "
           "\"iters\": %d, \"warmup_iters\": %d, \"check_iters\": %d, \"agg_iters\": %d, \"blocking\": %s, "
-          "\"average\": \"%s\"},\n",
+          "\"average\": \"%s\", \"registered\": %s},\n",
           o->min_bytes, o->max_bytes, o->step_factor > 1 ? o->step_factor : 0, o->step_factor > 1 ? 0 : o->step_bytes,
-          o->iters, o->warmup, o->check_iters, o->agg, o->nonblocking ? "false" : "true", avg[o->average]);
+          o->iters, o->warmup, o->check_iters, o->agg, o->nonblocking ? "false" : "true", avg[o->average],
+          o->registered ? "true" : "false");
   fprintf(f, "  \"results\": [");
   for (size_t i = 0; i < nrows; i++) {
     const perf_row_t *r = &rows[i];

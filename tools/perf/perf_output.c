@@ -21,8 +21,9 @@ static void print_job(FILE *f, const perf_info_t *in) {
     fprintf(f, "# minBytes %zu maxBytes %zu step: %g(factor)", o->min_bytes, o->max_bytes, o->step_factor);
   else
     fprintf(f, "# minBytes %zu maxBytes %zu step: %zu(bytes)", o->min_bytes, o->max_bytes, o->step_bytes);
-  fprintf(f, " warmup iters: %d iters: %d agg iters: %d validation: %d blocking: %d average: %s\n", o->warmup, o->iters,
-          o->agg, o->check_iters, !o->nonblocking, avg_name(o->average));
+  fprintf(f, " warmup iters: %d iters: %d agg iters: %d validation: %d blocking: %d average: %s buffers: %s\n",
+          o->warmup, o->iters, o->agg, o->check_iters, !o->nonblocking, avg_name(o->average),
+          o->registered ? "collie_mem_alloc" : "malloc");
 }
 
 void perf_print_header(FILE *f, const perf_info_t *in) {

@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/log.h"
+
 #include "sched/executor.h"
 #include "transport/shm.h"
+#include "algo/native/shm_rounds.h"
 #include "transport/transport.h"
 
 enum { PH_FILL, PH_COMBINE, PH_DRAIN };
@@ -56,61 +59,17 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   if (piece > args->count) piece = args->count;
   op->nat_piece = piece;
   op->nat_nrounds = (args->count + piece - 1) / piece;
+  op->nat_may_direct = collie_direct_wanted(comm, op);
 }
-
-static collie_shm_area_t *area_of(collie_comm_t *comm, int rank) { return collie_shm_area(comm, rank); }
 
 static char *staged(collie_comm_t *comm, int rank, uint64_t round) {
-  return collie_shm_area_buf(area_of(comm, rank), (int)(round & 1), comm->shm->area_size);
-}
-
-/* The counters of another rank's area. Ranks equal local indices here: every rank is
- * local. A rank that lags is remembered for timeout sentences. */
-typedef enum { F_READY, F_REDUCED, F_DONE } flag_t;
-
-static uint64_t flag_load(collie_shm_area_t *a, flag_t f) {
-  _Atomic uint64_t *p = f == F_READY ? &a->ready : f == F_REDUCED ? &a->reduced : &a->done;
-  return atomic_load_explicit(p, memory_order_acquire);
-}
-
-static bool all_reached(collie_comm_t *comm, collie_op_t *op, flag_t f, uint64_t want) {
-  for (int r = 0; r < comm->nranks; r++) {
-    if (r == comm->rank) continue;
-    if (flag_load(area_of(comm, r), f) < want) {
-      op->nat_wait = r;
-      op->nat_wait_flag = (int)f;
-      return false;
-    }
-  }
-  return true;
-}
-
-static bool one_reached(collie_comm_t *comm, collie_op_t *op, int r, flag_t f, uint64_t want) {
-  if (r == comm->rank || flag_load(area_of(comm, r), f) >= want) return true;
-  op->nat_wait = r;
-  op->nat_wait_flag = (int)f;
-  return false;
-}
-
-static void publish(collie_comm_t *comm, flag_t f, uint64_t value) {
-  collie_shm_area_t *a = area_of(comm, comm->rank);
-  _Atomic uint64_t *p = f == F_READY ? &a->ready : f == F_REDUCED ? &a->reduced : &a->done;
-  atomic_store_explicit(p, value, memory_order_release);
-  for (int r = 0; r < comm->nranks; r++)
-    if (r != comm->rank) collie_shm_notify(comm, r);
+  return collie_shm_area_buf(shm_area_of(comm, rank), (int)(round & 1), comm->shm->area_size);
 }
 
 /* The round's element range [lo, lo+len) within each block (or the vector). */
 static void round_range(const collie_op_t *op, uint64_t k, size_t *lo, size_t *len) {
   *lo = (size_t)k * op->nat_piece;
   *len = op->nat_count - *lo < op->nat_piece ? op->nat_count - *lo : op->nat_piece;
-}
-
-/* Slice of rank r in a vector of len elements. */
-static void slice(size_t len, int nranks, int r, size_t *lo, size_t *n) {
-  size_t a = len * (size_t)r / (size_t)nranks, b = len * (size_t)(r + 1) / (size_t)nranks;
-  *lo = a;
-  *n = b - a;
 }
 
 static bool fills(const collie_op_t *op, int rank) {
@@ -131,7 +90,7 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
       if (!op->nat_small) {
         /* Everyone's slices but this rank's own: it reduces that one from its send buffer. */
         size_t s0, sn;
-        slice(len, comm->nranks, comm->rank, &s0, &sn);
+        shm_slice(len, comm->nranks, comm->rank, &s0, &sn);
         memcpy(mine, send + lo * e, s0 * e);
         memcpy(mine + (s0 + sn) * e, send + (lo + s0 + sn) * e, (len - s0 - sn) * e);
         break;
@@ -168,7 +127,7 @@ static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k
   const size_t e = op->nat_esz;
   size_t lo, len, s0, sn;
   round_range(op, k, &lo, &len);
-  slice(len, comm->nranks, comm->rank, &s0, &sn);
+  shm_slice(len, comm->nranks, comm->rank, &s0, &sn);
   if (!sn) return;
   char *dst = staged(comm, comm->rank, g) + s0 * e;
   reduce_others(comm, op, g, dst, op->bufs[COLLIE_BUF_SEND] + (lo + s0) * e, s0, sn);
@@ -198,7 +157,7 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       }
       for (int j = 0; j < n; j++) {
         size_t s0, sn;
-        slice(len, n, j, &s0, &sn);
+        shm_slice(len, n, j, &s0, &sn);
         if (sn) memcpy(recv + (lo + s0) * e, staged(comm, j, g) + s0 * e, sn * e);
       }
       break;
@@ -234,32 +193,33 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
 /* Which ranks' staging this rank reads in the drain, and through which counter. */
 static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
   switch (op->coll) {
-    case COLLIE_COLL_BROADCAST: return one_reached(comm, op, op->root, F_READY, want);
+    case COLLIE_COLL_BROADCAST: return shm_one_reached(comm, op, op->root, COLLIE_SHM_STAGED, want);
     case COLLIE_COLL_REDUCE:
       if (comm->rank != op->root) return true;
       /* fall through */
-    case COLLIE_COLL_ALLREDUCE: return all_reached(comm, op, op->nat_small ? F_READY : F_REDUCED, want);
-    default: return all_reached(comm, op, F_READY, want);
+    case COLLIE_COLL_ALLREDUCE:
+      return shm_all_reached(comm, op, op->nat_small ? COLLIE_SHM_STAGED : COLLIE_SHM_REDUCED, want);
+    default: return shm_all_reached(comm, op, COLLIE_SHM_STAGED, want);
   }
 }
 
 /* The first round of an operation: every rank has staged, and with the same call. */
 static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
-  if (!all_reached(comm, op, F_READY, g + 1)) return 0;
+  if (!shm_all_reached(comm, op, COLLIE_SHM_READY, g + 1)) return 0;
   collie_xfer_t want;
   memset(&want, 0, sizeof(want));
   for (int r = 0; r < comm->nranks; r++) {
     if (r == comm->rank) continue;
-    want.hdr = area_of(comm, comm->rank)->sig[g & 1];
+    want.hdr = shm_area_of(comm, comm->rank)->sig[g & 1];
     want.hdr.src_rank = r;
-    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &area_of(comm, r)->sig[g & 1]) < 0) return -1;
+    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[g & 1]) < 0) return -1;
   }
   op->nat_checked = true;
   return 1;
 }
 
 static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
-  collie_wire_hdr_t *h = &area_of(comm, comm->rank)->sig[g & 1];
+  collie_wire_hdr_t *h = &shm_area_of(comm, comm->rank)->sig[g & 1];
   memset(h, 0, sizeof(*h));
   h->magic = COLLIE_WIRE_MAGIC;
   h->coll = (uint8_t)op->coll;
@@ -271,6 +231,11 @@ static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   h->count = op->count;
 }
 
+static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
+  if (fills(op, comm->rank)) fill(comm, op, g, k);
+  shm_publish(comm, COLLIE_SHM_STAGED, g + 1);
+}
+
 /* Runs as many phases of op as its peers allow. Returns >0 if anything moved, <0 after
  * failing the communicator. */
 static int advance(collie_comm_t *comm, collie_op_t *op) {
@@ -280,27 +245,51 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
     const uint64_t g = op->nat_round, k = g - op->nat_base;
     if (op->nat_phase == PH_FILL) {
       /* This buffer was last used in round g-2: everyone must have finished it. */
-      if (g >= 2 && !all_reached(comm, op, F_DONE, g - 1)) return moved;
+      if (g >= 2 && !shm_all_reached(comm, op, COLLIE_SHM_DONE, g - 1)) return moved;
       sign(comm, op, g);
-      if (fills(op, comm->rank)) fill(comm, op, g, k);
-      publish(comm, F_READY, g + 1);
+      /* A rank whose buffers the others could reach stages nothing until everyone has
+       * said whether theirs can be reached too: then nobody copies twice. */
+      op->nat_unstaged = !op->nat_checked && collie_direct_publish(comm, op, g) && op->nat_may_direct;
+      if (!op->nat_unstaged) stage(comm, op, g, k);
+      shm_publish(comm, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase ? PH_COMBINE : PH_DRAIN;
       moved = 1;
     }
     if (!op->nat_checked) {
       int c = check_calls(comm, op, g);
       if (c <= 0) return c < 0 ? -1 : moved;
+      if (op->nat_may_direct && collie_direct_agreed(comm, op, g)) {
+        if (collie_direct_run(comm, op, g) < 0) return -1;
+        if (!comm->native_direct_logged) {
+          comm->native_direct_logged = true;
+          COLLIE_INFO(COLLIE_SUB_COLL, comm->rank, "%s: every rank's buffers are reachable: single copy, nothing staged",
+                      op->req->what);
+        }
+        op->nat_direct = true;
+        for (int c2 = 0; c2 < COLLIE_SHM_NCOUNTERS; c2++) shm_publish(comm, c2, op->nat_end);
+        moved = 1;
+      } else if (op->nat_unstaged) {
+        stage(comm, op, g, k);
+        op->nat_unstaged = false;
+        moved = 1;
+      }
+    }
+    if (op->nat_direct) {
+      /* Nobody may return before the others have finished with its buffers. */
+      if (!shm_all_reached(comm, op, COLLIE_SHM_DONE, op->nat_end)) return moved;
+      op->nat_round = op->nat_end;
+      return 1;
     }
     if (op->nat_phase == PH_COMBINE) {
-      if (!all_reached(comm, op, F_READY, g + 1)) return moved;
+      if (!shm_all_reached(comm, op, COLLIE_SHM_STAGED, g + 1)) return moved;
       combine(comm, op, g, k);
-      publish(comm, F_REDUCED, g + 1);
+      shm_publish(comm, COLLIE_SHM_REDUCED, g + 1);
       op->nat_phase = PH_DRAIN;
       moved = 1;
     }
     if (!drain_ready(comm, op, g + 1)) return moved;
     drain(comm, op, g, k);
-    publish(comm, F_DONE, g + 1);
+    shm_publish(comm, COLLIE_SHM_DONE, g + 1);
     op->nat_phase = PH_FILL;
     op->nat_round++;
     moved = 1;
@@ -324,10 +313,10 @@ int collie_native_progress(collie_comm_t *comm) {
 }
 
 void collie_native_describe(collie_comm_t *comm, const collie_op_t *op, char *buf, size_t len) {
-  static const char *what[] = {"stage its data", "reduce its slice", "finish reading"};
+  static const char *what[] = {"enter the collective", "stage its data", "reduce its slice", "finish reading"};
   char pd[160];
   uint64_t k = op->nat_round - op->nat_base;
   snprintf(buf, len, "%s: waiting in shared memory for %s to %s (round %llu of %llu)", op->req->what,
-           collie_peer_desc(comm, op->nat_wait, pd, sizeof(pd)), what[op->nat_wait_flag % 3],
+           collie_peer_desc(comm, op->nat_wait, pd, sizeof(pd)), what[op->nat_wait_flag % COLLIE_SHM_NCOUNTERS],
            (unsigned long long)k + 1, (unsigned long long)op->nat_nrounds);
 }

@@ -1,0 +1,66 @@
+/* What the shared-memory collectives' two halves share (shm_native.c runs the rounds,
+ * shm_direct.c the single-copy path): every rank's collective area and its counters.
+ * Every rank is local here, so a rank's local index is its rank. */
+#ifndef COLLIE_SHM_ROUNDS_H
+#define COLLIE_SHM_ROUNDS_H
+
+#include <stdbool.h>
+
+#include "sched/executor.h"
+#include "transport/shm.h"
+
+static inline collie_shm_area_t *shm_area_of(collie_comm_t *comm, int rank) { return collie_shm_area(comm, rank); }
+
+static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
+  return atomic_load_explicit(&shm_area_of(comm, rank)->ctr[c].v, memory_order_acquire);
+}
+
+/* Whether every other rank's counter c has reached want; remembers the first laggard for
+ * timeout sentences. */
+static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, uint64_t want) {
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == comm->rank || shm_counter(comm, r, c) >= want) continue;
+    op->nat_wait = r;
+    op->nat_wait_flag = c;
+    return false;
+  }
+  return true;
+}
+
+static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, int c, uint64_t want) {
+  if (r == comm->rank || shm_counter(comm, r, c) >= want) return true;
+  op->nat_wait = r;
+  op->nat_wait_flag = c;
+  return false;
+}
+
+/* Stores this rank's counter c and wakes the ranks asleep on their doorbells. */
+static inline void shm_publish(collie_comm_t *comm, int c, uint64_t value) {
+  atomic_store_explicit(&shm_area_of(comm, comm->rank)->ctr[c].v, value, memory_order_release);
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank) collie_shm_notify(comm, r);
+}
+
+/* Rank r's slice [*lo, *lo + *n) of len elements. */
+static inline void shm_slice(size_t len, int nranks, int r, size_t *lo, size_t *n) {
+  size_t a = len * (size_t)r / (size_t)nranks, b = len * (size_t)(r + 1) / (size_t)nranks;
+  *lo = a;
+  *n = b - a;
+}
+
+/* ---- the single-copy path (shm_direct.c) ---------------------------------------------- */
+
+/* Whether op may take the single-copy path: large enough, a collective that has one, and
+ * COLLIE_SHM_DIRECT on. The same answer on every rank. */
+bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op);
+/* Writes where this rank's buffers of op are into its area (staging buffer g mod 2); true
+ * when every buffer the collective needs from this rank is reachable by the others. */
+bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g);
+/* Once every rank is ready in round g: whether every needed buffer of every rank is
+ * reachable. The same answer on every rank. */
+bool collie_direct_agreed(collie_comm_t *comm, const collie_op_t *op, uint64_t g);
+/* Does this rank's part, reading and writing the others' buffers in place. 0, or -1
+ * after failing the communicator. */
+int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g);
+
+#endif
