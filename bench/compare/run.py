@@ -42,7 +42,8 @@ BUS = {"allreduce": "2(n-1)/n", "allgather": "(n-1)/n", "reduce_scatter": "(n-1)
 TITLE = {"allreduce": "all-reduce (float32 sum)", "allgather": "all-gather",
          "reduce_scatter": "reduce-scatter (float32 sum; MPI_Reduce_scatter_block)",
          "broadcast": "broadcast (root 0)", "alltoall": "all-to-all"}
-LABEL = {"collie": "collie", "collie-tcp": "collie tcp", "ompi": "Open MPI", "mpich": "MPICH",
+LABEL = {"collie": "collie", "collie-tcp": "collie tcp", "collie-reg": "collie, collie_mem_alloc",
+         "ompi": "Open MPI", "mpich": "MPICH",
          "gloo-ring": "Gloo ring", "gloo-hd": "Gloo halving-doubling"}
 OTHERS = ["ompi", "mpich", "gloo-ring", "gloo-hd"]  # what "best other" is taken over
 RUN_TIMEOUT = 300  # seconds for any single run; a run that exceeds it is recorded as failed
@@ -236,7 +237,7 @@ class Runner:
         return ["-b", str(self.minb), "-e", str(self.maxb), "-f", str(self.factor)]
 
     def impls(self, coll, n):
-        l = ["collie", "ompi", "mpich"]
+        l = ["collie", "collie-reg", "ompi", "mpich"]
         if coll == "allreduce" and self.have_gloo:
             l += ["gloo-ring", "gloo-hd"]
         if coll == "allreduce" and n == 2:
@@ -248,12 +249,12 @@ class Runner:
         logfile = os.path.join(self.logs, tag + ".log")
         timing = ["-n", str(self.iters), "-w", str(self.warmup)]
         rows = []
-        if impl in ("collie", "collie-tcp"):
+        if impl in ("collie", "collie-tcp", "collie-reg"):
             jfile = os.path.join(self.logs, tag + ".json")
             if os.path.exists(jfile):
                 os.unlink(jfile)
             cmd = [os.path.join(self.build, "bin", COLLIE_BIN[coll]), "-p", str(n)] + self.size_args() + timing + \
-                  ["-c", "0", "-J", jfile]
+                  ["-c", "0", "-J", jfile] + (["-R", "1"] if impl == "collie-reg" else [])
             env = {"COLLIE_TRANSPORT": "tcp"} if impl == "collie-tcp" else {}
             rc, out = self.sh(cmd, logfile, env)
             # MPI_Bcast is in place by definition; collie's in-place row is the same operation.
@@ -399,8 +400,9 @@ class Runner:
         L.append("")
         L.append("## What ran")
         L.append("")
-        L.append(f"- **collie** {collie_v}: `build/bin/*_perf -p N -c 0` (shared memory); "
-                 "**collie tcp**: the same with `COLLIE_TRANSPORT=tcp` (2-rank all-reduce only).")
+        L.append(f"- **collie** {collie_v}: `build/bin/*_perf -p N -c 0` (shared memory, malloc buffers); "
+                 "**collie, collie_mem_alloc**: the same with `-R 1` (buffers from `collie_mem_alloc`, which the "
+                 "other ranks read directly); **collie tcp**: `COLLIE_TRANSPORT=tcp` (2-rank all-reduce only).")
         L.append(f"- **Open MPI** {ompi_v} (`mpirun.openmpi --oversubscribe`) and **MPICH** {mpich_v} "
                  "(`mpiexec.mpich`), default settings, running bench/compare/mpi_coll_bench.c.")
         if self.have_gloo:
@@ -426,26 +428,35 @@ class Runner:
         # Summary
         L.append("## Summary")
         L.append("")
-        L.append("| collective | ranks | collie / best other: at the largest size | median over sizes | "
-                 "min | max | collie busbw peak (GB/s) |")
-        L.append("|---|---|---|---|---|---|---|")
-        for coll in self.colls:
-            for n in self.ranks[coll]:
-                ratios, peak = self.ratios(coll, n)
-                if not ratios:
-                    L.append(f"| {coll} | {n} | – | – | – | – | – |")
-                    continue
-                vals = sorted(r for _, r, _ in ratios)
-                med = vals[len(vals) // 2] if len(vals) % 2 else 0.5 * (vals[len(vals) // 2 - 1] + vals[len(vals) // 2])
-                big = ratios[-1]
-                L.append(f"| {coll} | {n} | {big[1]:.2f} vs {LABEL[big[2]]} ({fmt_size(big[0])}) | {med:.2f} | "
-                         f"{vals[0]:.2f} | {vals[-1]:.2f} | {fmt_bw(peak[1])} at {fmt_size(peak[0])} |")
-        L.append("")
+        for impl, intro in (("collie", None),
+                            ("collie-reg", "With send and receive buffers from `collie_mem_alloc` (perf `-R 1`: the "
+                                           "shared-memory collectives copy once; the other implementations as above):")):
+            name = "collie" if impl == "collie" else "collie_mem_alloc"
+            if intro:
+                L.append(intro)
+                L.append("")
+            L.append(f"| collective | ranks | {name} / best other: at 1 MiB | at the largest size | median over sizes "
+                     f"| min | max | {name} busbw peak (GB/s) |")
+            L.append("|---|---|---|---|---|---|---|---|")
+            for coll in self.colls:
+                for n in self.ranks[coll]:
+                    ratios, peak = self.ratios(coll, n, impl)
+                    if not ratios:
+                        L.append(f"| {coll} | {n} | – | – | – | – | – | – |")
+                        continue
+                    vals = sorted(r for _, r, _ in ratios)
+                    med = vals[len(vals) // 2] if len(vals) % 2 else 0.5 * (vals[len(vals) // 2 - 1] + vals[len(vals) // 2])
+                    mib = [r for r in ratios if r[0] == 1 << 20]
+                    mib_txt = f"{mib[0][1]:.2f} vs {LABEL[mib[0][2]]}" if mib else "–"
+                    big = ratios[-1]
+                    L.append(f"| {coll} | {n} | {mib_txt} | {big[1]:.2f} vs {LABEL[big[2]]} ({fmt_size(big[0])}) | "
+                             f"{med:.2f} | {vals[0]:.2f} | {vals[-1]:.2f} | {fmt_bw(peak[1])} at {fmt_size(peak[0])} |")
+            L.append("")
 
         # Latency
         L.append("## Latency at the smallest size (µs per operation)")
         L.append("")
-        all_impls = ["collie", "ompi", "mpich", "gloo-ring", "gloo-hd", "collie-tcp"]
+        all_impls = ["collie", "collie-reg", "ompi", "mpich", "gloo-ring", "gloo-hd", "collie-tcp"]
         shown = [i for i in all_impls if any(k[2] == i for k in self.results)]
         L.append("| collective | ranks | size | " + " | ".join(LABEL[i] for i in shown) + " |")
         L.append("|---|---|---|" + "---|" * len(shown))
@@ -479,6 +490,9 @@ class Runner:
                 L.append("")
                 extra = coll == "allreduce" and n == 2 and "collie-tcp" in impls and self.have_gloo
                 head = ["size"] + [LABEL[i] for i in impls] + ["collie / best other"]
+                reg = "collie-reg" in impls
+                if reg:
+                    head.append("collie_mem_alloc / best other")
                 if extra:
                     head.append("collie tcp / best Gloo")
                 L.append("| " + " | ".join(head) + " |")
@@ -488,13 +502,14 @@ class Runner:
                     for i in impls:
                         r = self.results[(coll, n, i)].get(s)
                         cells.append(fmt_bw(r["busbw"]) + ("*" if r.get("capped") else "") if r else "–")
-                    c = self.results.get((coll, n, "collie"), {}).get(s)
                     best = self.best_other(coll, n, s)
-                    if c and best and best[1] > 0:
-                        ratio = c["busbw"] / best[1]
-                        cells.append(f"**{ratio:.2f}**" if ratio >= 1 else f"{ratio:.2f}")
-                    else:
-                        cells.append("–")
+                    for mine in ["collie"] + (["collie-reg"] if reg else []):
+                        c = self.results.get((coll, n, mine), {}).get(s)
+                        if c and best and best[1] > 0:
+                            ratio = c["busbw"] / best[1]
+                            cells.append(f"**{ratio:.2f}**" if ratio >= 1 else f"{ratio:.2f}")
+                        else:
+                            cells.append("–")
                     if extra:
                         t = self.results.get((coll, n, "collie-tcp"), {}).get(s)
                         g = [self.results.get((coll, n, x), {}).get(s) for x in ("gloo-ring", "gloo-hd")]
@@ -547,10 +562,10 @@ class Runner:
                 best = (i, r["busbw"])
         return best
 
-    def ratios(self, coll, n):
+    def ratios(self, coll, n, impl="collie"):
         out, peak = [], (0, 0.0)
         for s in self.sizes(coll, n):
-            c = self.results.get((coll, n, "collie"), {}).get(s)
+            c = self.results.get((coll, n, impl), {}).get(s)
             if c and c["busbw"] > peak[1]:
                 peak = (s, c["busbw"])
             b = self.best_other(coll, n, s)
@@ -567,7 +582,8 @@ class Runner:
             self.notes.append("plots skipped: python3-matplotlib is not installed")
             return
         os.makedirs(self.results_dir, exist_ok=True)
-        styles = {"collie": ("C0", "o", "-"), "collie-tcp": ("C0", "o", "--"), "ompi": ("C1", "s", "-"),
+        styles = {"collie": ("C0", "o", "-"), "collie-tcp": ("C0", "o", "--"), "collie-reg": ("C4", "*", "-"),
+                  "ompi": ("C1", "s", "-"),
                   "mpich": ("C2", "^", "-"), "gloo-ring": ("C3", "v", "-"), "gloo-hd": ("C3", "D", ":")}
         for coll in self.colls:
             ranks = self.ranks[coll]

@@ -50,6 +50,10 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
                              "of one process); 0: always stage."},
+    [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",
+                               "1: at a process's first communicator, when the host's ranks fit on the CPUs it may "
+                               "use, each rank starts on the CPU of its local index (its affinity mask stays as it "
+                               "was); 0: leave placement to the scheduler."},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
                                   "1: a background thread progresses nonblocking operations."},
     [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "20",
