@@ -25,10 +25,17 @@ struct collie_sched_cache {
   uint64_t tick;
 };
 
+/* Word at a time: this runs for every collective call, FNV byte by byte cost 12% of a
+ * small allreduce. */
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
 static uint64_t shape_hash(const collie_coll_args_t *a, const collie_algo_t *algo) {
-  uint64_t h = collie_hash64(&algo, sizeof(algo), (uint64_t)a->coll);
+  uint64_t h = mix((uint64_t)a->coll, (uint64_t)(uintptr_t)algo);
   uint64_t f[6] = {a->count, a->elem_size, a->chunk_bytes, (uint64_t)(int64_t)a->root, a->in_place, (uint64_t)a->nranks};
-  h = collie_hash64(f, sizeof(f), h);
+  for (int i = 0; i < 6; i++) h = mix(h, f[i]);
   size_t n = (size_t)a->nranks;
   if (a->counts) h = collie_hash64(a->counts, n * sizeof(size_t), h ^ 1);
   if (a->displs) h = collie_hash64(a->displs, n * sizeof(size_t), h ^ 2);

@@ -52,7 +52,8 @@ struct collie_comm {
   int native_ops;              /* posted shared-memory collectives not yet finished */
   uint32_t native_logged;      /* collectives whose shared-memory choice was logged */
   bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
-  int64_t last_progress_ns;
+  int64_t last_progress_ns;    /* when check_timeout last saw progress_count change */
+  uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
 

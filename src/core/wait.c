@@ -23,10 +23,18 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Under comm->lock: fail the communicator when nothing moved for exec_timeout. */
+/* Under comm->lock: fail the communicator when nothing moved for exec_timeout. The clock
+ * is read here, on the idle path only: progress just counts (comm->progress_count), and
+ * the first idle check after a count changes restarts the idle time. */
 static void check_timeout(collie_comm_t *comm) {
   if (!comm->ops || atomic_load(&comm->failed)) return;
-  int64_t idle = collie_now_ns() - comm->last_progress_ns;
+  int64_t now = collie_now_ns();
+  if (comm->progress_seen != comm->progress_count) {
+    comm->progress_seen = comm->progress_count;
+    comm->last_progress_ns = now;
+    return;
+  }
+  int64_t idle = now - comm->last_progress_ns;
   if (idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
   char what[512];
   collie_describe_wait(comm, what, sizeof(what));

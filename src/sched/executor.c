@@ -178,11 +178,19 @@ static void fill_header(collie_op_t *op, collie_xfer_t *x, int src_rank, uint64_
   x->hdr.nbytes = nbytes;
 }
 
+const char *collie_request_what(const collie_request_t *req, char *buf, size_t len) {
+  if (req->coll == COLLIE_COLL_SEND || req->coll == COLLIE_COLL_RECV)
+    snprintf(buf, len, "%s", collie_coll_name(req->coll));
+  else
+    snprintf(buf, len, "%s #%llu", collie_coll_name(req->coll), (unsigned long long)req->seq);
+  return buf;
+}
+
 static void append_op(collie_comm_t *comm, collie_op_t *op) {
   if (comm->ops_tail) comm->ops_tail->next = op;
   else comm->ops = op;
   comm->ops_tail = op;
-  if (!comm->ops->next) comm->last_progress_ns = collie_now_ns();
+  if (!comm->ops->next) comm->progress_count++; /* the idle time starts now */
 }
 
 collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **reqp) {
@@ -192,10 +200,8 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
   req->comm = comm;
   op->req = req;
   if (op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) op->seq = ++comm->coll_seq;
-  if (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV)
-    snprintf(req->what, sizeof(req->what), "%s", collie_coll_name(op->coll));
-  else
-    snprintf(req->what, sizeof(req->what), "%s #%llu", collie_coll_name(op->coll), (unsigned long long)op->seq);
+  req->coll = op->coll;
+  req->seq = op->seq;
   collie_comm_retain(comm);
 
   if (op->native) {
@@ -305,12 +311,12 @@ int collie_progress(collie_comm_t *comm) {
     retire_ops(comm);
     moved = 1;
   }
-  if (moved) comm->last_progress_ns = collie_now_ns();
+  if (moved) comm->progress_count++;
   return moved;
 }
 
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
-  char pd[160];
+  char pd[160], what[96];
   for (collie_op_t *op = comm->ops; op; op = op->next) {
     if (op->native) {
       if (op->steps_done) continue;
@@ -321,18 +327,18 @@ void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
       collie_peer_t *peer = &comm->peers[p];
       collie_xfer_t *x = peer->recvq && peer->recvq->op == op ? peer->recvq : NULL;
       if (x && x->ready) {
-        snprintf(buf, len, "%s: waiting to receive %llu bytes from %s", op->req->what,
+        snprintf(buf, len, "%s: waiting to receive %llu bytes from %s", collie_request_what(op->req, what, sizeof(what)),
                  (unsigned long long)x->nbytes, collie_peer_desc(comm, p, pd, sizeof(pd)));
         return;
       }
       x = peer->sendq && peer->sendq->op == op ? peer->sendq : NULL;
       if (x && x->ready) {
-        snprintf(buf, len, "%s: waiting for %s to receive %llu bytes", op->req->what,
+        snprintf(buf, len, "%s: waiting for %s to receive %llu bytes", collie_request_what(op->req, what, sizeof(what)),
                  collie_peer_desc(comm, p, pd, sizeof(pd)), (unsigned long long)x->nbytes);
         return;
       }
     }
-    snprintf(buf, len, "%s", op->req->what);
+    snprintf(buf, len, "%s", collie_request_what(op->req, what, sizeof(what)));
     return;
   }
   snprintf(buf, len, "no operation");

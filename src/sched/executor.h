@@ -56,8 +56,12 @@ struct collie_request {
   collie_comm_t *comm;
   _Atomic int done;
   collie_result_t result;
-  char what[96];           /* "allreduce #17", for error sentences */
+  collie_coll_t coll;      /* with seq: "allreduce #17", for error sentences */
+  uint64_t seq;
 };
+
+/* "allreduce #17" (collectives) or "send" (point to point), for sentences. */
+const char *collie_request_what(const collie_request_t *req, char *buf, size_t len);
 
 /* Creates an operation for `sched` with the given buffers; takes ownership of sched when
  * owns_sched. The header fields (coll, count, dt, redop, root) are the fingerprint. */

@@ -97,6 +97,7 @@ static int busiest_host(const collie_comm_t *comm) {
 }
 
 static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
+  memset(ctx, 0, sizeof(*ctx)); /* compared whole in the decision memo */
   collie_tune_state_t *st = comm->algo_spec;
   int hr = atomic_load_explicit(&st->host_ranks, memory_order_relaxed);
   if (!hr) {
@@ -117,9 +118,34 @@ static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
 
 int collie_tune_candidates(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t **out, int max,
                            bool *forced) {
+  collie_tune_state_t *st = comm->algo_spec;
   collie_tune_ctx_t ctx;
   make_ctx(comm, &ctx);
-  return collie_tune_rank(&comm->algo_spec->rules, &ctx, coll, bytes, out, NULL, max, forced);
+  unsigned slot = (unsigned)((bytes * 0x9e3779b97f4a7c15ull) >> 58) ^ (unsigned)coll;
+  slot %= sizeof(st->memo) / sizeof(st->memo[0]);
+  int n = -1;
+  pthread_mutex_lock(&st->memo_lock);
+  if (st->memo[slot].used && st->memo[slot].coll == (int)coll && st->memo[slot].bytes == bytes && max >= 16 &&
+      !memcmp(&st->memo[slot].ctx, &ctx, sizeof(ctx))) {
+    n = st->memo[slot].n;
+    *forced = st->memo[slot].forced;
+    memcpy(out, st->memo[slot].cands, sizeof(out[0]) * (size_t)n);
+  }
+  pthread_mutex_unlock(&st->memo_lock);
+  if (n >= 0) return n;
+  n = collie_tune_rank(&st->rules, &ctx, coll, bytes, out, NULL, max, forced);
+  if (max >= 16 && n <= 16) {
+    pthread_mutex_lock(&st->memo_lock);
+    st->memo[slot].used = true;
+    st->memo[slot].forced = *forced;
+    st->memo[slot].coll = (int)coll;
+    st->memo[slot].n = n;
+    st->memo[slot].bytes = bytes;
+    st->memo[slot].ctx = ctx;
+    memcpy(st->memo[slot].cands, out, sizeof(out[0]) * (size_t)n);
+    pthread_mutex_unlock(&st->memo_lock);
+  }
+  return n;
 }
 
 void collie_tune_log_choice(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t *const *cands,

@@ -11,6 +11,7 @@
 #define COLLIE_TUNE_H
 
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -119,6 +120,16 @@ struct collie_algo_spec_s {
   int ncpus;                 /* sysconf(_SC_NPROCESSORS_ONLN) at creation */
   _Atomic int host_ranks;    /* ranks on the busiest host; 0 until the first decision */
   _Atomic int described;     /* rank 0 logged the transport in use */
+  /* Decisions already made, by (collective, size, what the model weighed): ranking every
+   * algorithm costs more than a small collective itself. Direct-mapped. */
+  pthread_mutex_t memo_lock;
+  struct {
+    bool used, forced;
+    int coll, n;
+    size_t bytes;
+    collie_tune_ctx_t ctx;
+    const collie_algo_t *cands[16];
+  } memo[64];
 };
 typedef struct collie_algo_spec_s collie_tune_state_t;
 

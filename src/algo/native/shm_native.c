@@ -262,8 +262,9 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
         if (collie_direct_run(comm, op, g) < 0) return -1;
         if (!comm->native_direct_logged) {
           comm->native_direct_logged = true;
+          char what[96];
           COLLIE_INFO(COLLIE_SUB_COLL, comm->rank, "%s: every rank's buffers are reachable: single copy, nothing staged",
-                      op->req->what);
+                      collie_request_what(op->req, what, sizeof(what)));
         }
         op->nat_direct = true;
         for (int c2 = 0; c2 < COLLIE_SHM_NCOUNTERS; c2++) shm_publish(comm, c2, op->nat_end);
@@ -314,9 +315,10 @@ int collie_native_progress(collie_comm_t *comm) {
 
 void collie_native_describe(collie_comm_t *comm, const collie_op_t *op, char *buf, size_t len) {
   static const char *what[] = {"enter the collective", "stage its data", "reduce its slice", "finish reading"};
-  char pd[160];
+  char pd[160], w[96];
   uint64_t k = op->nat_round - op->nat_base;
-  snprintf(buf, len, "%s: waiting in shared memory for %s to %s (round %llu of %llu)", op->req->what,
+  snprintf(buf, len, "%s: waiting in shared memory for %s to %s (round %llu of %llu)",
+           collie_request_what(op->req, w, sizeof(w)),
            collie_peer_desc(comm, op->nat_wait, pd, sizeof(pd)), what[op->nat_wait_flag % COLLIE_SHM_NCOUNTERS],
            (unsigned long long)k + 1, (unsigned long long)op->nat_nrounds);
 }
