@@ -22,7 +22,16 @@ typedef struct {
   char pad0[56];
   _Atomic uint64_t tail; /* slots released by the receiver */
   char pad1[56];
+  _Atomic uint64_t acks; /* single-copy messages the receiver has finished reading */
+  char pad2[56];
 } ring_ctl_t;
+
+/* wire header flag: the slot carries where the payload is (a collie_shm_bufloc_t), not the
+ * payload; the receiver copies straight from the sender's buffer and acknowledges. */
+#define FLAG_SINGLE_COPY 1u
+/* Messages at least this large from a reachable buffer go single-copy (shm_direct.c uses
+ * the same threshold for the collectives). */
+#define SINGLE_COPY_MIN 65536
 
 typedef struct {
   collie_wire_hdr_t hdr; /* valid in the first slot of a message */
@@ -38,6 +47,8 @@ typedef struct {
   collie_shm_seg_hdr_t *peer_hdr;
   uint64_t out_head, out_tail_seen;
   uint64_t in_tail, in_head_seen;
+  uint64_t acks_wanted; /* single-copy messages sent so far (the head one waits for its ack) */
+  bool direct;          /* COLLIE_SHM_DIRECT */
 } shm_peer_t;
 
 static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
@@ -182,6 +193,7 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     sp->in_ctl = (ring_ctl_t *)in;
     sp->in_slots = in + sizeof(ring_ctl_t);
     sp->peer_hdr = p;
+    sp->direct = collie_param_int(COLLIE_P_SHM_DIRECT) != 0;
     prefault_ring(out, st->nslots, st->slot_size);
     prefault_area(st, p);
     comm->peers[r].tp = &collie_transport_shm;
@@ -229,17 +241,44 @@ static void notify(collie_shm_seg_hdr_t *h) {
   }
 }
 
+/* Publishes a large message from a buffer the receiver can reach as its location only
+ * (one slot). Returns false when the message must be copied through the ring instead. */
+static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x, slot_hdr_t *slot) {
+  collie_shm_bufloc_t loc;
+  if (!sp->direct || x->nbytes < SINGLE_COPY_MIN || !collie_shm_locate(comm, x->sbuf, x->nbytes, &loc)) return false;
+  slot->hdr = x->hdr;
+  slot->hdr.flags |= FLAG_SINGLE_COPY;
+  memcpy(slot + 1, &loc, sizeof(loc));
+  slot->len = sizeof(loc);
+  x->hdr_done = 1;
+  x->tp_init = 1; /* sent; complete once acknowledged */
+  x->done = x->nbytes;
+  sp->acks_wanted++;
+  return true;
+}
+
 static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
   collie_shm_state_t *st = comm->shm;
   int moved = 0;
   collie_xfer_t *x;
   while ((x = peer->sendq) && x->ready) {
+    if (x->tp_init) { /* single copy: the receiver reads our buffer until it acknowledges */
+      if (atomic_load_explicit(&sp->out_ctl->acks, memory_order_acquire) < sp->acks_wanted) return moved;
+      collie_xfer_complete(comm, peer, x);
+      moved = 1;
+      continue;
+    }
     do {
       if (sp->out_head - sp->out_tail_seen >= st->nslots) {
         sp->out_tail_seen = atomic_load_explicit(&sp->out_ctl->tail, memory_order_acquire);
         if (sp->out_head - sp->out_tail_seen >= st->nslots) return moved;
       }
       slot_hdr_t *slot = slot_at(sp->out_slots, sp->out_head, st->nslots, st->slot_size);
+      if (!x->hdr_done && send_location(comm, sp, x, slot)) {
+        atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);
+        moved = 1;
+        break;
+      }
       if (!x->hdr_done) {
         slot->hdr = x->hdr;
         x->hdr_done = 1;
@@ -252,6 +291,7 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);
       moved = 1;
     } while (x->done < x->nbytes);
+    if (x->tp_init) continue; /* waits for its acknowledgement above */
     collie_xfer_complete(comm, peer, x);
   }
   return moved;
@@ -270,6 +310,26 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
     if (!x->hdr_done) {
       if (collie_xfer_check_header(comm, peer, x, &slot->hdr) < 0) return -1;
       x->hdr_done = 1;
+      if (slot->hdr.flags & FLAG_SINGLE_COPY) {
+        /* Straight from the sender's buffer (copied or reduced in place), then released. */
+        collie_shm_bufloc_t loc;
+        memcpy(&loc, slot + 1, sizeof(loc));
+        const char *src = loc.len == x->nbytes ? collie_shm_peer_buffer(comm, peer->rank, &loc) : NULL;
+        if (!src) {
+          if (!atomic_load(&comm->failed))
+            collie_comm_fail(comm, COLLIE_ERR_INTERNAL, false,
+                             "rank %d received a single-copy message of %llu bytes from rank %d that it cannot read",
+                             comm->rank, (unsigned long long)loc.len, peer->rank);
+          return -1;
+        }
+        collie_xfer_deliver(x, 0, src, x->nbytes);
+        x->done = x->nbytes;
+        atomic_store_explicit(&sp->in_ctl->tail, ++sp->in_tail, memory_order_release);
+        atomic_fetch_add_explicit(&sp->in_ctl->acks, 1, memory_order_release);
+        moved = 1;
+        collie_xfer_complete(comm, peer, x);
+        continue;
+      }
     }
     uint64_t n = slot->len;
     if (n > st->slot_size || n > x->nbytes - x->done || (n < st->slot_size && x->done + n < x->nbytes)) {

@@ -80,6 +80,9 @@ typedef struct collie_shm_state {
  * communicator with a sentence (the peer's allocation could not be opened or is gone). */
 char *collie_shm_peer_buffer(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc);
 void collie_shm_unmap_peers(collie_shm_state_t *st);
+/* Describes [p, p+len) for the other local ranks; false (kind NONE) when they cannot reach
+ * it: not collie_mem_alloc memory, and the ranks are not threads of one process. */
+bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, collie_shm_bufloc_t *loc);
 
 /* Phase 1: create this rank's segment. Phase 2 (after all local ranks created theirs):
  * map the peers' segments and set up their transport state. Phase 3 (after all mapped):

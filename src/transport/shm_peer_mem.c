@@ -84,6 +84,24 @@ char *collie_shm_peer_buffer(collie_comm_t *comm, int rank, const collie_shm_buf
   return m->base + loc->off;
 }
 
+bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, collie_shm_bufloc_t *loc) {
+  memset(loc, 0, sizeof(*loc));
+  loc->len = len;
+  collie_mem_loc_t m;
+  if (!p) return false;
+  if (comm->shm->one_process) {
+    loc->kind = COLLIE_BUFLOC_ADDR;
+    loc->addr = (uint64_t)(uintptr_t)p;
+  } else if (collie_mem_locate(p, len, &m)) {
+    loc->kind = COLLIE_BUFLOC_MEM;
+    loc->pid = m.pid;
+    loc->fd = m.fd;
+    loc->id = m.id;
+    loc->off = m.off;
+  }
+  return loc->kind != COLLIE_BUFLOC_NONE;
+}
+
 void collie_shm_unmap_peers(collie_shm_state_t *st) {
   for (int i = 0; i < st->nmaps; i++)
     if (st->maps[i].base) munmap(st->maps[i].base, st->maps[i].bytes);

@@ -102,6 +102,12 @@ add_coll_test(coll_algo_shm_threads_3 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=
 add_coll_test(coll_register_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 add_coll_test(coll_register_shm_2 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 add_coll_test(coll_direct_threads_4 300 "COLLIE_ALGO=shm" ${COLL_CHECK} --threads 4 --dtypes quick --big)
+# Single-copy messages (rings carry where the data is): the ring and pairwise schedules,
+# receive-reduce included, with collie_mem_alloc buffers.
+add_coll_test(coll_register_ring_4 300 "COLLIE_ALGO=ring;COLLIE_CHUNK_SIZE=65536" ${COLL_RUN} -n 4 --timeout 280
+              ${COLL_CHECK} --dtypes quick --big --register --coll allreduce,allgather,reduce_scatter)
+add_coll_test(coll_register_pairwise_3 300 "COLLIE_ALGO=pairwise;COLLIE_CHUNK_SIZE=65536" ${COLL_RUN} -n 3
+              --timeout 280 ${COLL_CHECK} --dtypes quick --big --register --coll alltoall,alltoallv,p2p)
 # The same with the single-copy path off: everything staged.
 add_coll_test(coll_register_staged_3 300 "COLLIE_SHM_DIRECT=0" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 # Without the shared area (COLLIE_SHM_COLL_SIZE=0) the schedules serve every rank count.

@@ -45,6 +45,11 @@ perf_test(alltoallv_nonblocking_agg ${PERF_CHECK} --
           $<TARGET_FILE:alltoallv_perf> -p 3 -b 8 -e 256K -f 64 -z 1 -m 3 -n 5)
 perf_test(sendrecv_nonblocking ${PERF_CHECK} -- $<TARGET_FILE:sendrecv_perf> -p 3 -b 8 -e 256K -f 64 -z 1 -n 5)
 perf_test(all_reduce_blocking_agg ${PERF_CHECK} -- $<TARGET_FILE:all_reduce_perf> -p 2 -b 8 -e 256K -f 64 -m 4 -n 5)
+# Buffers from collie_mem_alloc (-R 1): single-copy messages (2 ranks) and the shared-memory
+# collectives' single-copy path (3 ranks), results checked.
+perf_test(sendrecv_register ${PERF_CHECK} -- $<TARGET_FILE:sendrecv_perf> -p 2 -b 64K -e 4M -f 8 -R 1 -n 5)
+perf_test(broadcast_register ${PERF_CHECK} -- $<TARGET_FILE:broadcast_perf> -p 2 -b 8 -e 4M -f 32 -R 1 -n 5)
+perf_test(all_reduce_register_3 ${PERF_CHECK} -- $<TARGET_FILE:all_reduce_perf> -p 3 -b 8 -e 4M -f 32 -R 1 -n 5)
 # Layouts and outputs.
 perf_test(hccl_format ${PERF_CHECK} --format hccl -- $<TARGET_FILE:all_reduce_perf> -p 2 -b 8 -e 1M -f 32 --format hccl)
 perf_test(hccl_format_no_check ${PERF_CHECK} --format hccl --no-check --

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "algo/native/shm_rounds.h"
-#include "core/mem.h"
 #include "core/params.h"
 
 /* Below this the staged path's single synchronisation costs less than the agreement. */
@@ -51,29 +50,12 @@ bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
   }
 }
 
-static void locate(const collie_comm_t *comm, const char *p, size_t len, collie_shm_bufloc_t *loc) {
-  memset(loc, 0, sizeof(*loc));
-  loc->len = len;
-  collie_mem_loc_t m;
-  if (!p) return;
-  if (comm->shm->one_process) {
-    loc->kind = COLLIE_BUFLOC_ADDR;
-    loc->addr = (uint64_t)(uintptr_t)p;
-  } else if (collie_mem_locate(p, len, &m)) {
-    loc->kind = COLLIE_BUFLOC_MEM;
-    loc->pid = m.pid;
-    loc->fd = m.fd;
-    loc->id = m.id;
-    loc->off = m.off;
-  }
-}
-
 bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   collie_shm_bufloc_t *loc = shm_area_of(comm, comm->rank)->loc[g & 1];
   bool reachable = true;
   for (int w = SEND; w <= RECV; w++) {
     size_t len = op->nat_may_direct ? needed(comm, op, comm->rank, w) : 0;
-    locate(comm, op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV], len, &loc[w]);
+    collie_shm_locate(comm, op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV], len, &loc[w]);
     if (len && loc[w].kind == COLLIE_BUFLOC_NONE) reachable = false;
     if (!op->nat_may_direct) loc[w].kind = COLLIE_BUFLOC_NONE;
   }
