@@ -41,7 +41,7 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                  "Messages at least this large are striped over all sockets of a peer."},
     [COLLIE_P_SHM_NSLOTS] = {"COLLIE_SHM_NSLOTS", COLLIE_PT_INT, "8",
                              "Slots in each shared-memory ring (one ring per ordered pair of local ranks)."},
-    [COLLIE_P_SHM_SLOT_SIZE] = {"COLLIE_SHM_SLOT_SIZE", COLLIE_PT_SIZE, "64K",
+    [COLLIE_P_SHM_SLOT_SIZE] = {"COLLIE_SHM_SLOT_SIZE", COLLIE_PT_SIZE, "128K",
                                 "Bytes per shared-memory slot; a message moves in slot-sized pieces."},
     [COLLIE_P_SHM_COLL_SIZE] = {"COLLIE_SHM_COLL_SIZE", COLLIE_PT_SIZE, "256K",
                                 "Bytes each rank stages per round in the shared-memory collectives (algorithm "

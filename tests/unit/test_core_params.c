@@ -63,8 +63,8 @@ static void test_sources(void) {
   collie_params_reload();
 
   EXPECT_STR(collie_param_source(COLLIE_P_SHM_SLOT_SIZE), "default");
-  EXPECT_STR(collie_param_str(COLLIE_P_SHM_SLOT_SIZE), "64K");
-  EXPECT(collie_param_int(COLLIE_P_SHM_SLOT_SIZE) == 64 << 10);
+  EXPECT_STR(collie_param_str(COLLIE_P_SHM_SLOT_SIZE), "128K");
+  EXPECT(collie_param_int(COLLIE_P_SHM_SLOT_SIZE) == 128 << 10);
   EXPECT_STR(collie_param_source(COLLIE_P_DEBUG_FILE), "unset");
   EXPECT(collie_param_str(COLLIE_P_DEBUG_FILE) == NULL);
   EXPECT_STR(collie_param_source(COLLIE_P_EXEC_TIMEOUT), "default");
@@ -76,7 +76,7 @@ static void test_sources(void) {
   setenv("COLLIE_DEBUG_FILE", "/tmp/collie-%p.log", 1);
   setenv("COLLIE_TCP_NSOCKS", "5", 1);
   EXPECT_STR(collie_param_source(COLLIE_P_SHM_SLOT_SIZE), "default");
-  EXPECT(collie_param_int(COLLIE_P_SHM_SLOT_SIZE) == 64 << 10);
+  EXPECT(collie_param_int(COLLIE_P_SHM_SLOT_SIZE) == 128 << 10);
   collie_params_reload();
   EXPECT_STR(collie_param_source(COLLIE_P_SHM_SLOT_SIZE), "environment");
   EXPECT_STR(collie_param_str(COLLIE_P_SHM_SLOT_SIZE), "2M");
@@ -91,7 +91,7 @@ static void test_sources(void) {
   setenv("COLLIE_DEBUG_FILE", "", 1);
   collie_params_reload();
   EXPECT_STR(collie_param_source(COLLIE_P_SHM_SLOT_SIZE), "default");
-  EXPECT(collie_param_int(COLLIE_P_SHM_SLOT_SIZE) == 64 << 10);
+  EXPECT(collie_param_int(COLLIE_P_SHM_SLOT_SIZE) == 128 << 10);
   EXPECT_STR(collie_param_source(COLLIE_P_DEBUG_FILE), "unset");
 
   /* A malformed number: reported as from the environment, the value falls back to the default
