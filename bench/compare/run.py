@@ -200,6 +200,17 @@ class Runner:
             return "not available" if "not available" in out else None
         return f"{float(m.group(1)):.2f} GB/s" + (f" (memcpy in-process: {float(c.group(1)):.2f} GB/s)" if c else "")
 
+    def probe_tcp_two_way(self):
+        """One 127.0.0.1 connection, one way and both ways at once (bench/tcp_probe.c)."""
+        exe = os.path.join(self.build, "bin", "tcp_probe")
+        if not os.access(exe, os.X_OK):
+            self.notes.append("TCP two-way probe missing (build/bin/tcp_probe)")
+            return None
+        rc, out = self.sh([exe, "256"], os.path.join(self.logs, "tcp_probe.log"))
+        one = re.search(r"tcp one way:\s+([\d.]+) GB/s", out)
+        two = re.search(r"tcp both ways:\s+([\d.]+) GB/s", out)
+        return (float(one.group(1)), float(two.group(1))) if one and two else None
+
     @staticmethod
     def free_port():
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -395,6 +406,9 @@ class Runner:
                      ", ".join(f"{fmt_size(k)}: {v:.2f} GB/s" for k, v in sorted(mem.items())) + " |")
         if getattr(self, "cma", None):
             L.append(f"| process_vm_readv from another process, 64 MiB (bench/cma_probe.c) | {self.cma} |")
+        if getattr(self, "tcp2", None):
+            L.append(f"| TCP over loopback, 4 MiB writes (bench/tcp_probe.c): one way / both ways at once | "
+                     f"{self.tcp2[0]:.2f} GB/s / {self.tcp2[1]:.2f} GB/s per direction |")
         L.append(f"| TCP over loopback, one stream (iperf3, {self.iperf_secs} s) | " +
                  (f"{sock:.2f} GB/s" if sock else "not measured") + " |")
         L.append("")
@@ -643,6 +657,8 @@ def main():
     sock = r.probe_socket()
     log(f"loopback TCP (iperf3): {sock:.2f} GB/s" if sock else "loopback TCP: not measured")
     r.cma = r.probe_cma()
+    r.tcp2 = r.probe_tcp_two_way()
+    log(f"tcp_probe: {r.tcp2}" if r.tcp2 else "tcp_probe: not measured")
     log(f"process_vm_readv: {r.cma}" if r.cma else "process_vm_readv: not measured")
     r.run_all()
     load1 = os.getloadavg()[0]
