@@ -203,13 +203,29 @@ static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
   }
 }
 
-/* The first round of an operation: every rank has staged, and with the same call. */
+/* Whom this rank must see enter the operation's first round, and compare calls with: all
+ * ranks, except in small rooted operations, where the others need only the root (and
+ * the root nobody, for broadcast): a broadcast root then leaves as soon as it has staged,
+ * as an eager MPI send would. The single-copy agreement needs everyone. */
+static bool must_meet(const collie_comm_t *comm, const collie_op_t *op, int r) {
+  if (r == comm->rank) return false;
+  if (op->nat_may_direct) return true;
+  if (op->coll == COLLIE_COLL_BROADCAST || op->coll == COLLIE_COLL_REDUCE) {
+    if (comm->rank != op->root) return r == op->root;
+    return op->coll == COLLIE_COLL_REDUCE;
+  }
+  return true;
+}
+
+/* The first round of an operation: the ranks this one must meet have entered it, with the
+ * same call (their fingerprints match). */
 static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
-  if (!shm_all_reached(comm, op, COLLIE_SHM_READY, g + 1)) return 0;
+  for (int r = 0; r < comm->nranks; r++)
+    if (must_meet(comm, op, r) && !shm_one_reached(comm, op, r, COLLIE_SHM_READY, g + 1)) return 0;
   collie_xfer_t want;
   memset(&want, 0, sizeof(want));
   for (int r = 0; r < comm->nranks; r++) {
-    if (r == comm->rank) continue;
+    if (!must_meet(comm, op, r)) continue;
     want.hdr = shm_area_of(comm, comm->rank)->sig[g & 1];
     want.hdr.src_rank = r;
     if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[g & 1]) < 0) return -1;
