@@ -86,6 +86,22 @@ else
   cat "$tmp/cc.log"
   fail "cc examples/hello.c \$(pkg-config --cflags --libs collie) failed"
 fi
+# examples/shared_buffers.c: the installed header and library offer collie_mem_alloc, and
+# allreduce over its buffers gives the right sums.
+step "examples/shared_buffers.c"
+# shellcheck disable=SC2086
+if cc -std=c11 -Wall -Wextra -Werror "$src/examples/shared_buffers.c" $flags -o "$tmp/shared_buffers" >"$tmp/cc2.log" 2>&1; then
+  if timeout -s KILL 120 "$prefix/bin/collie-run" -n 3 --timeout 100 "$tmp/shared_buffers" >"$tmp/sb.out" 2>&1; then
+    cat "$tmp/sb.out"
+    [ "$(grep -c 'allreduce correct' "$tmp/sb.out")" = 3 ] || fail "shared_buffers: not every rank reported a correct allreduce"
+  else
+    cat "$tmp/sb.out"
+    fail "shared_buffers failed under collie-run -n 3"
+  fi
+else
+  cat "$tmp/cc2.log"
+  fail "cc examples/shared_buffers.c \$(pkg-config --cflags --libs collie) failed"
+fi
 unset PKG_CONFIG_PATH
 
 # 2. CMake: find_package(collie), the shared and the static library
