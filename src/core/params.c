@@ -49,7 +49,7 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_SHM_DIRECT] = {"COLLIE_SHM_DIRECT", COLLIE_PT_INT, "1",
                              "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
-                             "of one process); 0: always stage."},
+                             "of one process) and a probe at creation found them mappable; 0: always stage."},
     [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",
                                "1: at a process's first communicator, when the host's ranks fit on the CPUs it may "
                                "use, each rank starts on the CPU of its local index (its affinity mask stays as it "

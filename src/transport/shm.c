@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/params.h"
 #include "transport/futex.h"
 
@@ -48,7 +49,6 @@ typedef struct {
   uint64_t out_head, out_tail_seen;
   uint64_t in_tail, in_head_seen;
   uint64_t acks_wanted; /* single-copy messages sent so far (the head one waits for its ack) */
-  bool direct;          /* COLLIE_SHM_DIRECT */
 } shm_peer_t;
 
 static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
@@ -145,6 +145,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   st->segs = calloc((size_t)comm->nlocal, sizeof(void *));
   if (!st->segs) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
   st->segs[comm->local_rank] = p;
+  collie_shm_probe_offer(comm);
   for (int li = 0; li < comm->nlocal; li++)
     if (li != comm->local_rank) prefault_ring(ring_at(p, li, st->nslots, st->slot_size), st->nslots, st->slot_size);
   prefault_area(st, p);
@@ -193,12 +194,12 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     sp->in_ctl = (ring_ctl_t *)in;
     sp->in_slots = in + sizeof(ring_ctl_t);
     sp->peer_hdr = p;
-    sp->direct = collie_param_int(COLLIE_P_SHM_DIRECT) != 0;
     prefault_ring(out, st->nslots, st->slot_size);
     prefault_area(st, p);
     comm->peers[r].tp = &collie_transport_shm;
     comm->peers[r].tp_state = sp;
   }
+  collie_shm_probe_peers(comm);
   return COLLIE_SUCCESS;
 }
 
@@ -214,6 +215,7 @@ void collie_shm_destroy(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
   if (!st) return;
   collie_shm_unlink(comm);
+  collie_mem_free(st->probe);
   collie_shm_unmap_peers(st);
   for (int li = 0; st->segs && li < comm->nlocal; li++)
     if (st->segs[li]) munmap(st->segs[li], st->seg_bytes);
@@ -245,7 +247,7 @@ static void notify(collie_shm_seg_hdr_t *h) {
  * (one slot). Returns false when the message must be copied through the ring instead. */
 static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x, slot_hdr_t *slot) {
   collie_shm_bufloc_t loc;
-  if (!sp->direct || x->nbytes < SINGLE_COPY_MIN || !collie_shm_locate(comm, x->sbuf, x->nbytes, &loc)) return false;
+  if (!comm->shm->direct_ok || x->nbytes < SINGLE_COPY_MIN || !collie_shm_locate(comm, x->sbuf, x->nbytes, &loc)) return false;
   slot->hdr = x->hdr;
   slot->hdr.flags |= FLAG_SINGLE_COPY;
   memcpy(slot + 1, &loc, sizeof(loc));

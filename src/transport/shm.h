@@ -21,7 +21,12 @@ typedef struct {
   _Atomic uint32_t sleeping; /* we are (about to be) asleep on the doorbell */
   char pad1[60];
   uint64_t magic, nslots, slot_size, nrings;
-  char pad2[96];
+  /* The single-copy probe (shm_peer_mem.c): a one-page collie_mem_alloc the owner offers,
+   * and whether the owner could map every peer's. */
+  int32_t probe_pid, probe_fd;
+  uint64_t probe_id;
+  _Atomic uint32_t maps_peers;
+  char pad2[76];
 } collie_shm_seg_hdr_t;
 
 /* The collective area at the end of each rank's segment (algo/shm_native.c): counters
@@ -71,6 +76,8 @@ typedef struct collie_shm_state {
   size_t area_off;  /* offset of the collective area in every segment; 0: none */
   size_t area_size; /* bytes of each of its two staging buffers */
   bool one_process; /* every rank is a thread of this process */
+  bool direct_ok;   /* every local rank can map every other's collie_mem_alloc memory */
+  void *probe;      /* this rank's probe page, until the ranks have agreed */
   struct collie_shm_peer_map *maps; /* peers' collie_mem_alloc allocations mapped here */
   int nmaps, maps_cap;
 } collie_shm_state_t;
@@ -80,6 +87,12 @@ typedef struct collie_shm_state {
  * communicator with a sentence (the peer's allocation could not be opened or is gone). */
 char *collie_shm_peer_buffer(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc);
 void collie_shm_unmap_peers(collie_shm_state_t *st);
+/* The single-copy probe. Create phase: offer a page. Connect phase: map every peer's and
+ * publish whether all worked. After the barrier that follows: direct_ok = every rank could
+ * (the same answer everywhere). COLLIE_SHM_DIRECT=0 skips it all (direct_ok false). */
+void collie_shm_probe_offer(collie_comm_t *comm);
+void collie_shm_probe_peers(collie_comm_t *comm);
+void collie_shm_probe_settle(collie_comm_t *comm);
 /* Describes [p, p+len) for the other local ranks; false (kind NONE) when they cannot reach
  * it: not collie_mem_alloc memory, and the ranks are not threads of one process. */
 bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, collie_shm_bufloc_t *loc);

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/mem.h"
+#include "core/params.h"
 #include "transport/shm.h"
 
 struct collie_shm_peer_map {
@@ -39,6 +41,53 @@ static struct collie_shm_peer_map *find_slot(collie_shm_state_t *st, int32_t pid
   return m;
 }
 
+/* The local address of loc's buffer, mapping the allocation on first use; NULL with *why
+ * set when it cannot be reached. */
+static char *try_map(collie_comm_t *comm, const collie_shm_bufloc_t *loc, const char **why) {
+  if (loc->kind == COLLIE_BUFLOC_ADDR) return (char *)(uintptr_t)loc->addr;
+  *why = "it is not shared";
+  if (loc->kind != COLLIE_BUFLOC_MEM) return NULL;
+  collie_shm_state_t *st = comm->shm;
+  struct collie_shm_peer_map *m = find_slot(st, loc->pid, loc->fd);
+  *why = "out of memory";
+  if (!m) return NULL;
+  if (m->base && m->id != loc->id) { /* the descriptor now holds another allocation */
+    munmap(m->base, m->bytes);
+    m->base = NULL;
+  }
+  if (!m->base) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)loc->pid, (int)loc->fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      *why = strerror(errno);
+      return NULL;
+    }
+    struct stat sb;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= COLLIE_MEM_HEADER)
+      p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+      *why = strerror(e);
+      return NULL;
+    }
+    const collie_mem_header_t *h = p;
+    if (h->magic != COLLIE_MEM_MAGIC || h->id != loc->id) {
+      munmap(p, (size_t)sb.st_size);
+      *why = "it holds a different allocation (freed while in use, or another process namespace)";
+      return NULL;
+    }
+    m->base = p;
+    m->bytes = (size_t)sb.st_size;
+    m->id = loc->id;
+  }
+  *why = "the buffer lies outside it";
+  if (loc->off > m->bytes || loc->len > m->bytes - loc->off) return NULL;
+  return m->base + loc->off;
+}
+
 static char *fail(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc, const char *why) {
   char pd[160];
   collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
@@ -50,38 +99,52 @@ static char *fail(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc,
 }
 
 char *collie_shm_peer_buffer(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc) {
-  if (loc->kind == COLLIE_BUFLOC_ADDR) return (char *)(uintptr_t)loc->addr;
-  if (loc->kind != COLLIE_BUFLOC_MEM) return fail(comm, rank, loc, "it is not shared");
+  const char *why = "";
+  char *p = try_map(comm, loc, &why);
+  return p ? p : fail(comm, rank, loc, why);
+}
+
+void collie_shm_probe_offer(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
-  struct collie_shm_peer_map *m = find_slot(st, loc->pid, loc->fd);
-  if (!m) return fail(comm, rank, loc, "out of memory");
-  if (m->base && m->id != loc->id) { /* the descriptor now holds another allocation */
-    munmap(m->base, m->bytes);
-    m->base = NULL;
+  collie_mem_loc_t m;
+  if (!collie_param_int(COLLIE_P_SHM_DIRECT) || collie_mem_alloc(&st->probe, 64) != COLLIE_SUCCESS) return;
+  if (!collie_mem_locate(st->probe, 64, &m)) return;
+  st->mine->probe_pid = m.pid;
+  st->mine->probe_fd = m.fd;
+  st->mine->probe_id = m.id;
+}
+
+void collie_shm_probe_peers(collie_comm_t *comm) {
+  collie_shm_state_t *st = comm->shm;
+  bool ok = st->probe != NULL;
+  for (int li = 0; ok && li < comm->nlocal; li++) {
+    if (li == comm->local_rank || st->one_process) continue;
+    const collie_shm_seg_hdr_t *h = st->segs[li];
+    collie_shm_bufloc_t loc = {.kind = COLLIE_BUFLOC_MEM, .pid = h->probe_pid, .fd = h->probe_fd,
+                               .id = h->probe_id, .off = COLLIE_MEM_HEADER, .len = 64};
+    const char *why = "";
+    if (h->probe_id && try_map(comm, &loc, &why)) continue;
+    ok = false;
+    char pd[160];
+    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank,
+                "single copy off: rank %d cannot map the memory of %s (%s); buffers are copied through shared "
+                "memory",
+                comm->rank, collie_peer_desc(comm, comm->local_ranks[li], pd, sizeof(pd)),
+                h->probe_id ? why : "it offered none");
   }
-  if (!m->base) {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)loc->pid, (int)loc->fd);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return fail(comm, rank, loc, strerror(errno));
-    struct stat sb;
-    void *p = MAP_FAILED;
-    if (fstat(fd, &sb) == 0 && (size_t)sb.st_size >= COLLIE_MEM_HEADER)
-      p = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int e = errno;
-    close(fd);
-    if (p == MAP_FAILED) return fail(comm, rank, loc, strerror(e));
-    const collie_mem_header_t *h = p;
-    if (h->magic != COLLIE_MEM_MAGIC || h->id != loc->id) {
-      munmap(p, (size_t)sb.st_size);
-      return fail(comm, rank, loc, "it holds a different allocation (freed while in use?)");
-    }
-    m->base = p;
-    m->bytes = (size_t)sb.st_size;
-    m->id = loc->id;
+  atomic_store(&st->mine->maps_peers, ok ? 1u : 0u);
+}
+
+void collie_shm_probe_settle(collie_comm_t *comm) {
+  collie_shm_state_t *st = comm->shm;
+  bool ok = true;
+  for (int li = 0; li < comm->nlocal; li++) {
+    const collie_shm_seg_hdr_t *h = st->segs[li];
+    if (!h || !atomic_load(&((collie_shm_seg_hdr_t *)h)->maps_peers)) ok = false;
   }
-  if (loc->off > m->bytes || loc->len > m->bytes - loc->off) return fail(comm, rank, loc, "the buffer lies outside it");
-  return m->base + loc->off;
+  st->direct_ok = ok;
+  collie_mem_free(st->probe); /* the peers keep their mapping of it until they are destroyed */
+  st->probe = NULL;
 }
 
 bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, collie_shm_bufloc_t *loc) {

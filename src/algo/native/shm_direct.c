@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "algo/native/shm_rounds.h"
-#include "core/params.h"
 
 /* Below this the staged path's single synchronisation costs less than the agreement. */
 #define DIRECT_MIN_BYTES 65536
@@ -37,8 +36,7 @@ static size_t needed(const collie_comm_t *comm, const collie_op_t *op, int r, in
 }
 
 bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
-  (void)comm;
-  if (!collie_param_int(COLLIE_P_SHM_DIRECT)) return false;
+  if (!comm->shm->direct_ok) return false; /* COLLIE_SHM_DIRECT=0, or the probe failed */
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
