@@ -4,11 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algo/native/shm_rounds.h"
 #include "core/log.h"
-
 #include "sched/executor.h"
 #include "transport/shm.h"
-#include "algo/native/shm_rounds.h"
 #include "transport/transport.h"
 
 enum { PH_FILL, PH_COMBINE, PH_DRAIN };
