@@ -224,9 +224,7 @@ void collie_shm_destroy(collie_comm_t *comm) {
   comm->shm = NULL;
 }
 
-void collie_shm_notify(collie_comm_t *comm, int li) {
-  collie_shm_seg_hdr_t *h = comm->shm->segs[li];
-  atomic_thread_fence(memory_order_seq_cst);
+static void wake_if_sleeping(collie_shm_seg_hdr_t *h) {
   if (atomic_load_explicit(&h->sleeping, memory_order_relaxed)) {
     atomic_fetch_add(&h->doorbell, 1);
     collie_futex_wake(&h->doorbell);
@@ -237,10 +235,13 @@ void collie_shm_notify(collie_comm_t *comm, int li) {
  * before its last look at the rings (no lost wake-up). */
 static void notify(collie_shm_seg_hdr_t *h) {
   atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&h->sleeping, memory_order_relaxed)) {
-    atomic_fetch_add(&h->doorbell, 1);
-    collie_futex_wake(&h->doorbell);
-  }
+  wake_if_sleeping(h);
+}
+
+void collie_shm_notify_others(collie_comm_t *comm) {
+  atomic_thread_fence(memory_order_seq_cst); /* once for all: as in notify() */
+  for (int li = 0; li < comm->nlocal; li++)
+    if (li != comm->local_rank) wake_if_sleeping(comm->shm->segs[li]);
 }
 
 /* Publishes a large message from a buffer the receiver can reach as its location only

@@ -115,8 +115,8 @@ static inline collie_shm_area_t *collie_shm_area(const collie_comm_t *comm, int 
 static inline char *collie_shm_area_buf(collie_shm_area_t *a, int parity, size_t area_size) {
   return (char *)(a + 1) + (size_t)parity * area_size;
 }
-/* Wakes local rank `li` if it sleeps on its doorbell. */
-void collie_shm_notify(collie_comm_t *comm, int li);
+/* Wakes every other local rank that sleeps on its doorbell. */
+void collie_shm_notify_others(collie_comm_t *comm);
 
 /* Waiting: read the doorbell, announce sleep, re-check for work, then sleep. */
 uint32_t collie_shm_sleep_prepare(collie_comm_t *comm);

@@ -80,18 +80,6 @@ static void copy(char *dst, const char *src, size_t n) {
   if (dst != src && n) memcpy(dst, src, n);
 }
 
-/* dst[0..n) = src[first] + off, then op with every other rank's src[r] + off in rank
- * order. dst may be src[first] + off itself (in place), which is why that rank's operand
- * comes first: it is read before dst is written. */
-static void reduce_into(collie_comm_t *comm, collie_op_t *op, char **src, size_t off, char *dst, int first, size_t n) {
-  const char *a = src[first] + off;
-  for (int r = 0; r < comm->nranks; r++) {
-    if (r == first) continue;
-    op->reduce(dst, a, src[r] + off, n);
-    a = dst;
-  }
-}
-
 int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   const int me = comm->rank, n = comm->nranks, root = op->root;
   const size_t e = op->nat_esz, c = op->nat_count, v = c * e;
@@ -113,7 +101,7 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
       const size_t piece = DIRECT_PIECE_BYTES / e;
       for (size_t lo = 0; lo < c; lo += piece) {
         size_t len = c - lo < piece ? c - lo : piece, off = ((size_t)me * c + lo) * e;
-        reduce_into(comm, op, send, off, recv[me] + lo * e, me, len);
+        shm_fold(comm, op, recv[me] + lo * e, (const char *const *)send, me, off, len);
       }
       break;
     }
@@ -130,7 +118,7 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
       char *dst = recv[owner];
       for (size_t lo = s0; lo < s0 + sn; lo += piece) {
         size_t len = s0 + sn - lo < piece ? s0 + sn - lo : piece;
-        reduce_into(comm, op, send, lo * e, dst + lo * e, owner, len);
+        shm_fold(comm, op, dst + lo * e, (const char *const *)send, owner, lo * e, len);
         if (op->coll == COLLIE_COLL_ALLREDUCE)
           for (int r = 0; r < n; r++)
             if (r != me) copy(recv[r] + lo * e, dst + lo * e, len * e);

@@ -108,35 +108,25 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   }
 }
 
-/* dst = own (this rank's operand) reduced with every other rank's staged elements
- * [off, off+n), in rank order. dst may be own. */
-static void reduce_others(collie_comm_t *comm, collie_op_t *op, uint64_t g, char *dst, const char *own, size_t off,
-                          size_t n) {
-  const char *a = own;
-  for (int j = 0; j < comm->nranks; j++) {
-    if (j == comm->rank) continue;
-    op->reduce(dst, a, staged(comm, j, g) + off * op->nat_esz, n);
-    a = dst;
-  }
+/* Every rank's staged buffer of round g, offset by `off` bytes, with this rank's own
+ * operand at `own` instead of its (empty) staging. */
+static void staged_operands(collie_comm_t *comm, uint64_t g, size_t off, const char *own, const char **src) {
+  for (int j = 0; j < comm->nranks; j++) src[j] = staged(comm, j, g) + off;
+  if (own) src[comm->rank] = own;
 }
 
 /* Large reductions: this rank's slice of everyone's piece, reduced into its own staging
- * buffer, where the slice was left empty (nobody reads it until `reduced`). */
+ * buffer, where the slice was left empty (nobody reads it until `reduced`). Its own
+ * operand comes from its send buffer. */
 static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   size_t lo, len, s0, sn;
   round_range(op, k, &lo, &len);
   shm_slice(len, comm->nranks, comm->rank, &s0, &sn);
   if (!sn) return;
-  char *dst = staged(comm, comm->rank, g) + s0 * e;
-  reduce_others(comm, op, g, dst, op->bufs[COLLIE_BUF_SEND] + (lo + s0) * e, s0, sn);
-}
-
-/* Every rank's staged vector reduced into dst, in rank order (the same bits everywhere). */
-static void reduce_all(collie_comm_t *comm, collie_op_t *op, uint64_t g, size_t off, size_t n, char *dst) {
-  const size_t e = op->nat_esz;
-  op->reduce(dst, staged(comm, 0, g) + off * e, staged(comm, 1, g) + off * e, n);
-  for (int j = 2; j < comm->nranks; j++) op->reduce(dst, dst, staged(comm, j, g) + off * e, n);
+  const char *src[comm->nranks];
+  staged_operands(comm, g, 0, op->bufs[COLLIE_BUF_SEND] + lo * e, src);
+  shm_fold(comm, op, staged(comm, comm->rank, g) + s0 * e, src, comm->rank, s0 * e, sn);
 }
 
 static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
@@ -150,8 +140,10 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
       if (op->coll == COLLIE_COLL_REDUCE && me != op->root) break;
-      if (op->nat_small) {
-        reduce_all(comm, op, g, 0, len, recv + lo * e);
+      if (op->nat_small) { /* every rank's whole vector, its own staged too, from rank 0 on */
+        const char *src[n];
+        staged_operands(comm, g, 0, NULL, src);
+        shm_fold(comm, op, recv + lo * e, src, 0, 0, len);
         break;
       }
       for (int j = 0; j < n; j++) {
@@ -173,8 +165,9 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: {
-      reduce_others(comm, op, g, recv + lo * e, send + ((size_t)me * op->nat_count + lo) * e,
-                    (size_t)me * op->nat_piece, len);
+      const char *src[n];
+      staged_operands(comm, g, (size_t)me * op->nat_piece * e, send + ((size_t)me * op->nat_count + lo) * e, src);
+      shm_fold(comm, op, recv + lo * e, src, me, 0, len);
       break;
     }
     case COLLIE_COLL_ALLTOALL:
@@ -282,7 +275,8 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
                       collie_request_what(op->req, what, sizeof(what)));
         }
         op->nat_direct = true;
-        for (int c2 = 0; c2 < COLLIE_SHM_NCOUNTERS; c2++) shm_publish(comm, c2, op->nat_end);
+        for (int c2 = 0; c2 < COLLIE_SHM_NCOUNTERS; c2++) shm_store(comm, c2, op->nat_end);
+        collie_shm_notify_others(comm);
         moved = 1;
       } else if (op->nat_unstaged) {
         stage(comm, op, g, k);

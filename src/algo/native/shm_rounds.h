@@ -34,11 +34,26 @@ static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, 
   return false;
 }
 
-/* Stores this rank's counter c and wakes the ranks asleep on their doorbells. */
-static inline void shm_publish(collie_comm_t *comm, int c, uint64_t value) {
+/* Stores this rank's counter c (publish: and wakes the ranks asleep on their doorbells). */
+static inline void shm_store(collie_comm_t *comm, int c, uint64_t value) {
   atomic_store_explicit(&shm_area_of(comm, comm->rank)->ctr[c].v, value, memory_order_release);
-  for (int r = 0; r < comm->nranks; r++)
-    if (r != comm->rank) collie_shm_notify(comm, r);
+}
+static inline void shm_publish(collie_comm_t *comm, int c, uint64_t value) {
+  shm_store(comm, c, value);
+  collie_shm_notify_others(comm);
+}
+
+/* dst[0..n) = src[first] + off, then op with every other rank's src[r] + off, in rank
+ * order (every rank folds alike, so equal inputs give equal bits). dst may be
+ * src[first] + off itself: that operand is read before dst is written. */
+static inline void shm_fold(collie_comm_t *comm, collie_op_t *op, char *dst, const char *const *src, int first,
+                            size_t off, size_t n) {
+  const char *a = src[first] + off;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == first) continue;
+    op->reduce(dst, a, src[r] + off, n);
+    a = dst;
+  }
 }
 
 /* Rank r's slice [*lo, *lo + *n) of len elements. */
