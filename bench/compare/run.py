@@ -176,24 +176,25 @@ class Runner:
         self.have_gloo = True
 
     # ---------------------------------------------------------------- probes
-    def probe_memcpy(self):
-        exe = os.path.join(self.build, "bin", "memcpy_probe")
-        res = {}
+    def run_probe(self, name, args, what):
+        """Runs build/bin/<name> with args; its output, or None (noted) when it was not built."""
+        exe = os.path.join(self.build, "bin", name)
         if not os.access(exe, os.X_OK):
-            self.notes.append("memcpy probe missing (build/bin/memcpy_probe)")
-            return res
-        rc, out = self.sh([exe, str(4 << 20), str(64 << 20), str(256 << 20)], os.path.join(self.logs, "memcpy.log"))
-        for m in re.finditer(r"memcpy\s+(\d+) bytes:\s+([\d.]+) GB/s", out):
-            res[int(m.group(1))] = float(m.group(2))
-        return res
+            self.notes.append(f"{what} missing (build/bin/{name})")
+            return None
+        rc, out = self.sh([exe] + args, os.path.join(self.logs, name + ".log"))
+        return out
+
+    def probe_memcpy(self):
+        out = self.run_probe("memcpy_probe", [str(4 << 20), str(64 << 20), str(256 << 20)], "memcpy probe")
+        return {int(m.group(1)): float(m.group(2))
+                for m in re.finditer(r"memcpy\s+(\d+) bytes:\s+([\d.]+) GB/s", out or "")}
 
     def probe_cma(self):
         """process_vm_readv against memcpy, 64 MiB (bench/cma_probe.c)."""
-        exe = os.path.join(self.build, "bin", "cma_probe")
-        if not os.access(exe, os.X_OK):
-            self.notes.append("CMA probe missing (build/bin/cma_probe)")
+        out = self.run_probe("cma_probe", ["64"], "CMA probe")
+        if out is None:
             return None
-        rc, out = self.sh([exe, "64"], os.path.join(self.logs, "cma.log"))
         m = re.search(r"process_vm_readv\s+\d+ bytes:\s+([\d.]+) GB/s", out)
         c = re.search(r"memcpy\s+\d+ bytes:\s+([\d.]+) GB/s", out)
         if not m:
@@ -202,11 +203,7 @@ class Runner:
 
     def probe_tcp_two_way(self):
         """One 127.0.0.1 connection, one way and both ways at once (bench/tcp_probe.c)."""
-        exe = os.path.join(self.build, "bin", "tcp_probe")
-        if not os.access(exe, os.X_OK):
-            self.notes.append("TCP two-way probe missing (build/bin/tcp_probe)")
-            return None
-        rc, out = self.sh([exe, "256"], os.path.join(self.logs, "tcp_probe.log"))
+        out = self.run_probe("tcp_probe", ["256"], "TCP two-way probe") or ""
         one = re.search(r"tcp one way:\s+([\d.]+) GB/s", out)
         two = re.search(r"tcp both ways:\s+([\d.]+) GB/s", out)
         return (float(one.group(1)), float(two.group(1))) if one and two else None
