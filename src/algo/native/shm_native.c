@@ -254,10 +254,14 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
     if (op->nat_phase == PH_FILL) {
       /* This buffer was last used in round g-2: everyone must have finished it. */
       if (g >= 2 && !shm_all_reached(comm, op, COLLIE_SHM_DONE, g - 1)) return moved;
-      sign(comm, op, g);
-      /* A rank whose buffers the others could reach stages nothing until everyone has
-       * said whether theirs can be reached too: then nobody copies twice. */
-      op->nat_unstaged = !op->nat_checked && collie_direct_publish(comm, op, g) && op->nat_may_direct;
+      /* The first round carries the call's fingerprint and buffer locations; only it is
+       * checked. A rank whose buffers the others could reach stages nothing until everyone
+       * has said whether theirs can be reached too: then nobody copies twice. */
+      op->nat_unstaged = false;
+      if (!op->nat_checked) {
+        sign(comm, op, g);
+        op->nat_unstaged = collie_direct_publish(comm, op, g) && op->nat_may_direct;
+      }
       if (!op->nat_unstaged) stage(comm, op, g, k);
       shm_publish(comm, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase ? PH_COMBINE : PH_DRAIN;
