@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "algo/algo_util.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
 
@@ -56,11 +57,10 @@ static inline void shm_fold(collie_comm_t *comm, collie_op_t *op, char *dst, con
   }
 }
 
-/* Rank r's slice [*lo, *lo + *n) of len elements. */
+/* Rank r's slice [*lo, *lo + *n) of len elements: the algorithms' near-equal blocks. */
 static inline void shm_slice(size_t len, int nranks, int r, size_t *lo, size_t *n) {
-  size_t a = len * (size_t)r / (size_t)nranks, b = len * (size_t)(r + 1) / (size_t)nranks;
-  *lo = a;
-  *n = b - a;
+  *lo = (size_t)au_block_start(len, nranks, r);
+  *n = (size_t)au_block_len(len, nranks, r);
 }
 
 /* ---- the single-copy path (shm_direct.c) ---------------------------------------------- */
