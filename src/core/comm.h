@@ -50,6 +50,7 @@ struct collie_comm {
   uint64_t coll_seq;           /* collectives issued so far */
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
   int native_ops;              /* posted shared-memory collectives not yet finished */
+  bool native_prev_all;        /* the last finished round waited for every rank's staging */
   uint32_t native_logged;      /* collectives whose shared-memory choice was logged */
   bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
   int64_t last_progress_ns;    /* when check_timeout last saw progress_count change */

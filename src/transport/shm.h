@@ -46,7 +46,8 @@ typedef struct {
   uint64_t len;
 } collie_shm_bufloc_t;
 
-/* The area's counters, each on its own cache line. */
+/* The area's counters. They share one cache line, with the first round's call keys: only
+ * the owner writes it, and a rank waiting on the owner then fetches one line, not four. */
 enum {
   COLLIE_SHM_READY,   /* rounds the owner has entered (fingerprint and buffer locations written) */
   COLLIE_SHM_STAGED,  /* rounds whose data the owner has staged */
@@ -55,16 +56,21 @@ enum {
   COLLIE_SHM_NCOUNTERS
 };
 typedef struct {
-  _Atomic uint64_t v;
-  char pad[56];
-} collie_shm_counter_t;
+  _Atomic uint64_t ctr[COLLIE_SHM_NCOUNTERS];
+  /* Per staging buffer: the call's sequence number and a hash of the rest of its
+   * fingerprint. The first round compares these; sig[] is read only to explain a
+   * mismatch. */
+  uint64_t key[2][2];
+} collie_shm_line_t;
+_Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache line");
 
 typedef struct {
-  collie_shm_counter_t ctr[COLLIE_SHM_NCOUNTERS];
-  collie_wire_hdr_t sig[2];      /* per staging buffer: the call that staged it, to catch mismatches */
+  collie_shm_line_t line;
+  collie_wire_hdr_t sig[2];      /* per staging buffer: the call that staged it, to explain mismatches */
   collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
   char pad[32];
 } collie_shm_area_t;
+_Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start on a cache line");
 
 typedef struct collie_shm_state {
   collie_shm_seg_hdr_t *mine;

@@ -195,6 +195,12 @@ static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
   }
 }
 
+/* Whether drain_ready waited for every other rank's staging (or reduction). */
+static bool drain_waits_all(const collie_comm_t *comm, const collie_op_t *op) {
+  if (op->coll == COLLIE_COLL_BROADCAST) return false;
+  return op->coll != COLLIE_COLL_REDUCE || comm->rank == op->root;
+}
+
 /* Whom this rank must see enter the operation's first round, and compare calls with: all
  * ranks, except in small rooted operations, where the others need only the root (and
  * the root nobody, for broadcast): a broadcast root then leaves as soon as it has staged,
@@ -209,15 +215,34 @@ static bool must_meet(const collie_comm_t *comm, const collie_op_t *op, int r) {
   return true;
 }
 
+/* What the first round's check compares, cheaply: the sequence number, and a hash of the
+ * other fields a mismatch sentence would name (the reduction only for reductions, the root
+ * only for rooted collectives). */
+static void call_key(const collie_op_t *op, uint64_t key[2]) {
+  const bool reduction = op->coll == COLLIE_COLL_ALLREDUCE || op->coll == COLLIE_COLL_REDUCE ||
+                         op->coll == COLLIE_COLL_REDUCE_SCATTER;
+  const bool rooted = op->coll == COLLIE_COLL_BROADCAST || op->coll == COLLIE_COLL_REDUCE;
+  uint64_t h = (uint64_t)op->coll | (uint64_t)op->dt << 8 | (uint64_t)(reduction ? op->redop : 0) << 16 |
+               (uint64_t)(uint32_t)(rooted ? op->root : 0) << 32;
+  h ^= (uint64_t)op->count * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  key[0] = op->seq;
+  key[1] = h ^ (h >> 29);
+}
+
 /* The first round of an operation: the ranks this one must meet have entered it, with the
- * same call (their fingerprints match). */
+ * same call (their keys match; on a difference the full fingerprints say how). */
 static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   for (int r = 0; r < comm->nranks; r++)
     if (must_meet(comm, op, r) && !shm_one_reached(comm, op, r, COLLIE_SHM_READY, g + 1)) return 0;
-  collie_xfer_t want;
-  memset(&want, 0, sizeof(want));
+  const uint64_t *mine = shm_area_of(comm, comm->rank)->line.key[g & 1];
   for (int r = 0; r < comm->nranks; r++) {
     if (!must_meet(comm, op, r)) continue;
+    const uint64_t *theirs = shm_area_of(comm, r)->line.key[g & 1];
+    if (theirs[0] == mine[0] && theirs[1] == mine[1]) continue;
+    collie_xfer_t want;
+    memset(&want, 0, sizeof(want));
     want.hdr = shm_area_of(comm, comm->rank)->sig[g & 1];
     want.hdr.src_rank = r;
     if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[g & 1]) < 0) return -1;
@@ -226,8 +251,10 @@ static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   return 1;
 }
 
+/* Writes the first round's fingerprint and key (before `ready` publishes them). */
 static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
-  collie_wire_hdr_t *h = &shm_area_of(comm, comm->rank)->sig[g & 1];
+  collie_shm_area_t *a = shm_area_of(comm, comm->rank);
+  collie_wire_hdr_t *h = &a->sig[g & 1];
   memset(h, 0, sizeof(*h));
   h->magic = COLLIE_WIRE_MAGIC;
   h->coll = (uint8_t)op->coll;
@@ -237,11 +264,13 @@ static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   h->src_rank = comm->rank;
   h->seq = op->seq;
   h->count = op->count;
+  call_key(op, a->line.key[g & 1]);
 }
 
+/* Stages round g; the caller publishes (one wake-up for everything it stored). */
 static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   if (fills(op, comm->rank)) fill(comm, op, g, k);
-  shm_publish(comm, COLLIE_SHM_STAGED, g + 1);
+  shm_store(comm, COLLIE_SHM_STAGED, g + 1);
 }
 
 /* Runs as many phases of op as its peers allow. Returns >0 if anything moved, <0 after
@@ -252,15 +281,17 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
   while (op->nat_round < op->nat_end) {
     const uint64_t g = op->nat_round, k = g - op->nat_base;
     if (op->nat_phase == PH_FILL) {
-      /* This buffer was last used in round g-2: everyone must have finished it. */
-      if (g >= 2 && !shm_all_reached(comm, op, COLLIE_SHM_DONE, g - 1)) return moved;
+      /* This buffer was last used in round g-2: everyone must have finished it. A rank
+       * stages a round only after finishing the one before, so when round g-1 waited for
+       * everyone's staging, that is known already. */
+      if (g >= 2 && !comm->native_prev_all && !shm_all_reached(comm, op, COLLIE_SHM_DONE, g - 1)) return moved;
       /* The first round carries the call's fingerprint and buffer locations; only it is
        * checked. A rank whose buffers the others could reach stages nothing until everyone
        * has said whether theirs can be reached too: then nobody copies twice. */
       op->nat_unstaged = false;
       if (!op->nat_checked) {
         sign(comm, op, g);
-        op->nat_unstaged = collie_direct_publish(comm, op, g) && op->nat_may_direct;
+        op->nat_unstaged = op->nat_may_direct && collie_direct_publish(comm, op, g);
       }
       if (!op->nat_unstaged) stage(comm, op, g, k);
       shm_publish(comm, COLLIE_SHM_READY, g + 1);
@@ -284,6 +315,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
         moved = 1;
       } else if (op->nat_unstaged) {
         stage(comm, op, g, k);
+        collie_shm_notify_others(comm);
         op->nat_unstaged = false;
         moved = 1;
       }
@@ -292,6 +324,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
       /* Nobody may return before the others have finished with its buffers. */
       if (!shm_all_reached(comm, op, COLLIE_SHM_DONE, op->nat_end)) return moved;
       op->nat_round = op->nat_end;
+      comm->native_prev_all = true;
       return 1;
     }
     if (op->nat_phase == PH_COMBINE) {
@@ -304,6 +337,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
     if (!drain_ready(comm, op, g + 1)) return moved;
     drain(comm, op, g, k);
     shm_publish(comm, COLLIE_SHM_DONE, g + 1);
+    comm->native_prev_all = two_phase || drain_waits_all(comm, op);
     op->nat_phase = PH_FILL;
     op->nat_round++;
     moved = 1;

@@ -13,7 +13,7 @@
 static inline collie_shm_area_t *shm_area_of(collie_comm_t *comm, int rank) { return collie_shm_area(comm, rank); }
 
 static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
-  return atomic_load_explicit(&shm_area_of(comm, rank)->ctr[c].v, memory_order_acquire);
+  return atomic_load_explicit(&shm_area_of(comm, rank)->line.ctr[c], memory_order_acquire);
 }
 
 /* Whether every other rank's counter c has reached want; remembers the first laggard for
@@ -37,7 +37,7 @@ static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, 
 
 /* Stores this rank's counter c (publish: and wakes the ranks asleep on their doorbells). */
 static inline void shm_store(collie_comm_t *comm, int c, uint64_t value) {
-  atomic_store_explicit(&shm_area_of(comm, comm->rank)->ctr[c].v, value, memory_order_release);
+  atomic_store_explicit(&shm_area_of(comm, comm->rank)->line.ctr[c], value, memory_order_release);
 }
 static inline void shm_publish(collie_comm_t *comm, int c, uint64_t value) {
   shm_store(comm, c, value);
