@@ -48,13 +48,22 @@ static void scratch_give(collie_comm_t *comm, char *p) {
 
 void collie_comm_free_scratch(collie_comm_t *comm) { free(atomic_exchange(&comm->scratch_pool, NULL)); }
 
+/* Zeroed memory for what every call allocates and frees (its operation and request):
+ * glibc's calloc bypasses the per-thread cache that malloc and free use, and took a
+ * fifth of a small collective's time. */
+static void *zalloc(size_t n) {
+  void *p = malloc(n);
+  if (p) memset(p, 0, n);
+  return p;
+}
+
 collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool owns_sched, const void *sendbuf,
                               void *recvbuf, collie_coll_t coll, uint64_t count, collie_datatype_t dt,
                               collie_redop_t redop, int root) {
   uint32_t n = sched->nsteps;
   size_t sz = sizeof(collie_op_t) + sizeof(uint32_t) * ((size_t)n * 3 + (n + 1) + sched->ndeps) +
               sizeof(collie_xfer_t) * n + 64;
-  collie_op_t *op = calloc(1, sz);
+  collie_op_t *op = zalloc(sz);
   if (!op) return NULL;
   op->comm = comm;
   op->coll = coll;
@@ -194,7 +203,7 @@ static void append_op(collie_comm_t *comm, collie_op_t *op) {
 }
 
 collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **reqp) {
-  collie_request_t *req = calloc(1, sizeof(*req));
+  collie_request_t *req = zalloc(sizeof(*req));
   if (!req) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory posting %s", comm->rank,
                                 collie_coll_name(op->coll));
   req->comm = comm;
