@@ -53,7 +53,8 @@ struct collie_comm {
   bool native_prev_all;        /* the last finished round waited for every rank's staging */
   uint32_t native_logged;      /* collectives whose shared-memory choice was logged */
   bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
-  int64_t last_progress_ns;    /* when check_timeout last saw progress_count change */
+  int64_t last_progress_ns;    /* first clock read after progress_count last changed; 0: none yet */
+  uint32_t idle_checks;        /* check_timeout calls since then (the clock is read every 64th) */
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */

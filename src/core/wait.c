@@ -23,14 +23,21 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Under comm->lock: fail the communicator when nothing moved for exec_timeout. The clock
- * is read here, on the idle path only: progress just counts (comm->progress_count), and
- * the first idle check after a count changes restarts the idle time. */
-static void check_timeout(collie_comm_t *comm) {
+/* Under comm->lock: fail the communicator when nothing moved for exec_timeout. Progress
+ * only counts (comm->progress_count); the clock is read every 64th idle check, or at
+ * every one when `timed` (before sleeping): a clock read per idle check cost a tenth of
+ * a small collective, and a timeout of seconds needs no finer grain. */
+static void check_timeout(collie_comm_t *comm, bool timed) {
   if (!comm->ops || atomic_load(&comm->failed)) return;
-  int64_t now = collie_now_ns();
   if (comm->progress_seen != comm->progress_count) {
     comm->progress_seen = comm->progress_count;
+    comm->last_progress_ns = 0; /* the idle time starts at the next clock read */
+    comm->idle_checks = 0;
+    return;
+  }
+  if ((++comm->idle_checks & 63) && !timed) return;
+  int64_t now = collie_now_ns();
+  if (!comm->last_progress_ns) {
     comm->last_progress_ns = now;
     return;
   }
@@ -46,10 +53,10 @@ static void check_timeout(collie_comm_t *comm) {
 }
 
 /* One locked pass; returns >0 if anything moved. */
-static int progress_once(collie_comm_t *comm) {
+static int progress_once(collie_comm_t *comm, bool timed) {
   pthread_mutex_lock(&comm->lock);
   int moved = collie_progress(comm);
-  if (!moved) check_timeout(comm);
+  if (!moved) check_timeout(comm, timed);
   pthread_mutex_unlock(&comm->lock);
   return moved;
 }
@@ -62,7 +69,7 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
   bool shm = comm->shm && comm->shm->mine;
   if (shm) {
     uint32_t seen = collie_shm_sleep_prepare(comm);
-    int moved = progress_once(comm);
+    int moved = progress_once(comm, true);
     if (!moved && !atomic_load(done) && !atomic_load(&comm->failed)) {
       if (nfds) poll(fds, (nfds_t)nfds, 1);
       else collie_shm_sleep(comm, seen, 20);
@@ -107,7 +114,7 @@ collie_result_t collie_request_wait(collie_request_t *req) {
       collie_idle(comm, &idle, &req->done);
       continue;
     }
-    if (progress_once(comm)) idle = 0;
+    if (progress_once(comm, false)) idle = 0;
     else if (!atomic_load_explicit(&req->done, memory_order_acquire)) collie_idle(comm, &idle, &req->done);
   }
   collie_result_t res = req->result;
@@ -132,7 +139,7 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
   if (!req || !done)
     return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: %s is NULL", req ? "done" : "request");
   if (!atomic_load_explicit(&req->done, memory_order_acquire) && !req->comm->has_progress_thread)
-    progress_once(req->comm);
+    progress_once(req->comm, true); /* called at the user's pace: every call may be the last for a while */
   if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     *done = 0;
     return COLLIE_SUCCESS;
@@ -148,7 +155,7 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
   for (;;) {
     pthread_mutex_lock(&comm->lock);
     int moved = comm->has_progress_thread ? 0 : collie_progress(comm);
-    if (!moved && !comm->has_progress_thread) check_timeout(comm);
+    if (!moved && !comm->has_progress_thread) check_timeout(comm, false);
     bool empty = comm->ops == NULL;
     pthread_mutex_unlock(&comm->lock);
     if (empty) break;
@@ -179,7 +186,7 @@ static void *progress_main(void *p) {
       continue;
     }
     int moved = collie_progress(comm);
-    if (!moved) check_timeout(comm);
+    if (!moved) check_timeout(comm, idle >= comm->spin + comm->yield); /* timed once it sleeps */
     pthread_mutex_unlock(&comm->lock);
     if (moved) idle = 0;
     else {

@@ -50,10 +50,11 @@ void collie_comm_free_scratch(collie_comm_t *comm) { free(atomic_exchange(&comm-
 
 /* Zeroed memory for what every call allocates and frees (its operation and request):
  * glibc's calloc bypasses the per-thread cache that malloc and free use, and took a
- * fifth of a small collective's time. */
+ * fifth of a small collective's time. explicit_bzero, because the compiler turns malloc
+ * followed by memset back into calloc. */
 static void *zalloc(size_t n) {
   void *p = malloc(n);
-  if (p) memset(p, 0, n);
+  if (p) explicit_bzero(p, n);
   return p;
 }
 
