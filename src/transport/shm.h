@@ -64,8 +64,21 @@ typedef struct {
 } collie_shm_line_t;
 _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache line");
 
+/* Tiny collectives (at most COLLIE_SHM_INLINE_BYTES per rank, one round) stage in one
+ * cache line per round parity, with their call key and a tag (the round + 1, written
+ * last) that stands for `ready` and `staged`: a rank reading another then fetches one
+ * line, NCCL's low-latency idea with the flag in the data's line. */
+#define COLLIE_SHM_INLINE_BYTES 40
+typedef struct {
+  _Atomic uint64_t tag;
+  uint64_t key[2];
+  char data[COLLIE_SHM_INLINE_BYTES];
+} collie_shm_inline_t;
+_Static_assert(sizeof(collie_shm_inline_t) == 64, "an inline round fills one cache line");
+
 typedef struct {
   collie_shm_line_t line;
+  collie_shm_inline_t inl[2];
   collie_wire_hdr_t sig[2];      /* per staging buffer: the call that staged it, to explain mismatches */
   collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
   char pad[32];

@@ -50,6 +50,7 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   op->nat_count = args->count;
   if (args->coll == COLLIE_COLL_BARRIER) {
     op->nat_nrounds = 1;
+    op->nat_inline = true; /* nothing to stage: the tag alone */
     return;
   }
   size_t piece = piece_elems(comm, args->coll, args->elem_size);
@@ -59,10 +60,15 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   op->nat_piece = piece;
   op->nat_nrounds = (args->count + piece - 1) / piece;
   op->nat_may_direct = collie_direct_wanted(comm, op);
+  const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER;
+  op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct &&
+                   args->count * args->elem_size <= COLLIE_SHM_INLINE_BYTES;
 }
 
-static char *staged(collie_comm_t *comm, int rank, uint64_t round) {
-  return collie_shm_area_buf(shm_area_of(comm, rank), (int)(round & 1), comm->shm->area_size);
+static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
+  collie_shm_area_t *a = shm_area_of(comm, rank);
+  if (op->nat_inline) return a->inl[round & 1].data;
+  return collie_shm_area_buf(a, (int)(round & 1), comm->shm->area_size);
 }
 
 /* The round's element range [lo, lo+len) within each block (or the vector). */
@@ -81,7 +87,7 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   size_t lo, len;
   round_range(op, k, &lo, &len);
-  char *mine = staged(comm, comm->rank, g);
+  char *mine = staged(comm, op, comm->rank, g);
   const char *send = op->bufs[COLLIE_BUF_SEND];
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
@@ -110,8 +116,9 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
 
 /* Every rank's staged buffer of round g, offset by `off` bytes, with this rank's own
  * operand at `own` instead of its (empty) staging. */
-static void staged_operands(collie_comm_t *comm, uint64_t g, size_t off, const char *own, const char **src) {
-  for (int j = 0; j < comm->nranks; j++) src[j] = staged(comm, j, g) + off;
+static void staged_operands(collie_comm_t *comm, const collie_op_t *op, uint64_t g, size_t off, const char *own,
+                            const char **src) {
+  for (int j = 0; j < comm->nranks; j++) src[j] = staged(comm, op, j, g) + off;
   if (own) src[comm->rank] = own;
 }
 
@@ -125,8 +132,8 @@ static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k
   shm_slice(len, comm->nranks, comm->rank, &s0, &sn);
   if (!sn) return;
   const char *src[comm->nranks];
-  staged_operands(comm, g, 0, op->bufs[COLLIE_BUF_SEND] + lo * e, src);
-  shm_fold(comm, op, staged(comm, comm->rank, g) + s0 * e, src, comm->rank, s0 * e, sn);
+  staged_operands(comm, op, g, 0, op->bufs[COLLIE_BUF_SEND] + lo * e, src);
+  shm_fold(comm, op, staged(comm, op, comm->rank, g) + s0 * e, src, comm->rank, s0 * e, sn);
 }
 
 static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
@@ -142,31 +149,31 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       if (op->coll == COLLIE_COLL_REDUCE && me != op->root) break;
       if (op->nat_small) { /* every rank's whole vector, its own staged too, from rank 0 on */
         const char *src[n];
-        staged_operands(comm, g, 0, NULL, src);
+        staged_operands(comm, op, g, 0, NULL, src);
         shm_fold(comm, op, recv + lo * e, src, 0, 0, len);
         break;
       }
       for (int j = 0; j < n; j++) {
         size_t s0, sn;
         shm_slice(len, n, j, &s0, &sn);
-        if (sn) memcpy(recv + (lo + s0) * e, staged(comm, j, g) + s0 * e, sn * e);
+        if (sn) memcpy(recv + (lo + s0) * e, staged(comm, op, j, g) + s0 * e, sn * e);
       }
       break;
     case COLLIE_COLL_BROADCAST: {
-      const char *src = me == op->root ? send + lo * e : staged(comm, op->root, g);
+      const char *src = me == op->root ? send + lo * e : staged(comm, op, op->root, g);
       if (src != recv + lo * e) memcpy(recv + lo * e, src, len * e);
       break;
     }
     case COLLIE_COLL_ALLGATHER:
       for (int j = 0; j < n; j++) {
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
-        const char *src = j == me ? send + lo * e : staged(comm, j, g);
+        const char *src = j == me ? send + lo * e : staged(comm, op, j, g);
         if (src != dst) memcpy(dst, src, len * e);
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: {
       const char *src[n];
-      staged_operands(comm, g, (size_t)me * op->nat_piece * e, send + ((size_t)me * op->nat_count + lo) * e, src);
+      staged_operands(comm, op, g, (size_t)me * op->nat_piece * e, send + ((size_t)me * op->nat_count + lo) * e, src);
       shm_fold(comm, op, recv + lo * e, src, me, 0, len);
       break;
     }
@@ -174,7 +181,7 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       for (int j = 0; j < n; j++) {
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
-                                  : staged(comm, j, g) + (size_t)me * op->nat_piece * e;
+                                  : staged(comm, op, j, g) + (size_t)me * op->nat_piece * e;
         if (src != dst) memcpy(dst, src, len * e);
       }
       break;
@@ -231,15 +238,23 @@ static void call_key(const collie_op_t *op, uint64_t key[2]) {
   key[1] = h ^ (h >> 29);
 }
 
+/* Where a rank reads round g's key: in the inline line for inline rounds (one line to
+ * fetch). Both are written, and every first round sets the inline tag, so that when ranks
+ * disagree on whether a call is inline, each side sees the mismatch itself (not only
+ * through the failure the other side relays). */
+static uint64_t *call_key_slot(collie_shm_area_t *a, const collie_op_t *op, uint64_t g) {
+  return op->nat_inline ? a->inl[g & 1].key : a->line.key[g & 1];
+}
+
 /* The first round of an operation: the ranks this one must meet have entered it, with the
  * same call (their keys match; on a difference the full fingerprints say how). */
 static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   for (int r = 0; r < comm->nranks; r++)
     if (must_meet(comm, op, r) && !shm_one_reached(comm, op, r, COLLIE_SHM_READY, g + 1)) return 0;
-  const uint64_t *mine = shm_area_of(comm, comm->rank)->line.key[g & 1];
+  const uint64_t *mine = call_key_slot(shm_area_of(comm, comm->rank), op, g);
   for (int r = 0; r < comm->nranks; r++) {
     if (!must_meet(comm, op, r)) continue;
-    const uint64_t *theirs = shm_area_of(comm, r)->line.key[g & 1];
+    const uint64_t *theirs = call_key_slot(shm_area_of(comm, r), op, g);
     if (theirs[0] == mine[0] && theirs[1] == mine[1]) continue;
     collie_xfer_t want;
     memset(&want, 0, sizeof(want));
@@ -265,11 +280,14 @@ static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   h->seq = op->seq;
   h->count = op->count;
   call_key(op, a->line.key[g & 1]);
+  memcpy(a->inl[g & 1].key, a->line.key[g & 1], sizeof(a->inl[g & 1].key));
 }
 
 /* Stages round g; the caller publishes (one wake-up for everything it stored). */
 static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   if (fills(op, comm->rank)) fill(comm, op, g, k);
+  if (op->nat_inline) /* after the key and the data */
+    atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[g & 1].tag, g + 1, memory_order_release);
   shm_store(comm, COLLIE_SHM_STAGED, g + 1);
 }
 
@@ -294,6 +312,8 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
         op->nat_unstaged = op->nat_may_direct && collie_direct_publish(comm, op, g);
       }
       if (!op->nat_unstaged) stage(comm, op, g, k);
+      if (!op->nat_checked && !op->nat_inline)
+        atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[g & 1].tag, g + 1, memory_order_release);
       shm_publish(comm, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase ? PH_COMBINE : PH_DRAIN;
       moved = 1;

@@ -16,11 +16,19 @@ static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
   return atomic_load_explicit(&shm_area_of(comm, rank)->line.ctr[c], memory_order_acquire);
 }
 
+/* Rank r's counter c as op sees it: an inline round's tag stands for `ready` and
+ * `staged` (want - 1 is the round, and picks the line). */
+static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, int r, int c, uint64_t want) {
+  if (op->nat_inline && (c == COLLIE_SHM_READY || c == COLLIE_SHM_STAGED))
+    return atomic_load_explicit(&shm_area_of(comm, r)->inl[(want - 1) & 1].tag, memory_order_acquire);
+  return shm_counter(comm, r, c);
+}
+
 /* Whether every other rank's counter c has reached want; remembers the first laggard for
  * timeout sentences. */
 static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, uint64_t want) {
   for (int r = 0; r < comm->nranks; r++) {
-    if (r == comm->rank || shm_counter(comm, r, c) >= want) continue;
+    if (r == comm->rank || shm_progress(comm, op, r, c, want) >= want) continue;
     op->nat_wait = r;
     op->nat_wait_flag = c;
     return false;
@@ -29,7 +37,7 @@ static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, 
 }
 
 static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, int c, uint64_t want) {
-  if (r == comm->rank || shm_counter(comm, r, c) >= want) return true;
+  if (r == comm->rank || shm_progress(comm, op, r, c, want) >= want) return true;
   op->nat_wait = r;
   op->nat_wait_flag = c;
   return false;
