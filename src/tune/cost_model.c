@@ -25,10 +25,10 @@
  *          in and a copy out: beta); the m_* terms are synchronisations, paid once:
  *          rounds of COLLIE_SHM_COLL_SIZE overlap like a pipeline, and a rank waits only
  *          for the slowest. Reductions of at most 16 KiB take one synchronisation and
- *          every rank reduces everything ((p-1) n gamma), and that synchronisation costs
- *          0.7 alpha (no header, no queue); larger ones hide all but one
+ *          every rank reduces everything ((p-1) n gamma); larger ones hide all but one
  *          round's reduction behind the others' staging, as the ring hides all but one
- *          chunk's, as long as every rank has a core. Measured on 2 cores (bench/): 1 to 2.8 times the message
+ *          chunk's, as long as every rank has a core. A single synchronisation for at
+ *          most 16 KiB a rank costs 0.7 alpha (no header to match, no queue). Measured on 2 cores (bench/): 1 to 2.8 times the message
  *          algorithms from 3 ranks on; with 2 ranks, level with them up to 1 MiB and up to
  *          1.6 times the ring above.
  *
@@ -195,14 +195,19 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     /* only where every rank shares a host; elsewhere the shared area does not exist */
     if (ctx->link != COLLIE_LINK_SHM || !ctx->area_bytes) return -1;
     if ((coll == COLLIE_COLL_ALLREDUCE || coll == COLLIE_COLL_REDUCE) && n <= COLLIE_SHM_SMALL_REDUCTION_BYTES) {
-      /* One synchronisation, and every rank reduces every rank's vector. With nothing to
-       * match or queue it costs less than a message: 2 ranks, 8 B, 0.28 us against
-       * recursive doubling's 0.40 (bench/results/latest.md). */
-      msgs = 0.7;
+      msgs = 1; /* one synchronisation; every rank reduces every rank's vector */
       red = n * (p - 1);
     } else if (red > (double)ctx->area_bytes && ctx->ranks_per_core <= 1) {
       red = (double)ctx->area_bytes; /* a rank reduces round g while the others stage g+1 */
     }
+    /* A single synchronisation for a small call has nothing to match or queue, and costs
+     * less than a message: 2 ranks, 8 B allreduce 0.28 us against recursive doubling's
+     * 0.40; allgather, broadcast, alltoall and reduce_scatter 0.2 to 0.35 us against 0.4
+     * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. From 64 KiB a rank the
+     * staging's small footprint costs more than that saves (2 ranks, 256 KiB alltoall:
+     * 21 to 25 us against pairwise's 12.5), so the estimate stays a message's. */
+    const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
+    if (msgs == 1 && per_rank <= COLLIE_SHM_SMALL_REDUCTION_BYTES) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {
     double k = ceil(f->stream * n / chunk);
     if (k < 1) k = 1;
