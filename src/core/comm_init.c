@@ -185,6 +185,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   comm->exec_timeout_ms = (int)collie_param_int(COLLIE_P_EXEC_TIMEOUT) * 1000;
   comm->chunk_bytes = (size_t)collie_param_int(COLLIE_P_CHUNK_SIZE);
   comm->spin = (int)collie_param_int(COLLIE_P_SPIN);
+  comm->stream_bytes = (uint64_t)collie_param_int(COLLIE_P_STREAM_BYTES);
   comm->yield = (int)collie_param_int(COLLIE_P_YIELD);
   const char *algo = collie_param_str(COLLIE_P_ALGO), *proto = collie_param_str(COLLIE_P_PROTO);
   if (config) {

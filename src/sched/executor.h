@@ -45,6 +45,7 @@ typedef struct collie_op {
   bool native;
   bool nat_small, nat_in_place, nat_checked;
   bool nat_inline; /* one round staged in the area's inline line (transport/shm.h) */
+  bool nat_stream; /* the receive buffer is written with streaming stores (core/copy.h) */
   bool nat_may_direct, nat_direct, nat_unstaged; /* the single-copy path (shm_direct.c) */
   uint8_t nat_phase;
   uint64_t nat_base, nat_round, nat_end; /* the communicator's rounds: first, current, end */

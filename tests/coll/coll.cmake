@@ -92,16 +92,17 @@ foreach(a rd hd bruck binomial dissemination)
                 ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --coll ${COLL_OF_${a}},nonblocking)
 endforeach()
 # The shared-memory collectives with a tiny staging area: every collective takes many
-# rounds, the two staging buffers alternate, large reductions take the two-phase path.
-add_coll_test(coll_algo_shm_small_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K"
+# rounds, the two staging buffers alternate, large reductions take the two-phase path;
+# every receive buffer is written with streaming stores (COLLIE_STREAM_BYTES=1).
+add_coll_test(coll_algo_shm_small_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K;COLLIE_STREAM_BYTES=1"
               ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
 add_coll_test(coll_algo_shm_threads_3 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K" ${COLL_CHECK} --threads 3 --dtypes quick)
 # The single-copy path: buffers from collie_mem_alloc, mapped by the other processes
 # (--big: 64 KiB and more), on the automatic choice and with shm forced on 2 ranks; and
-# ranks as threads, whose buffers are all reachable.
+# ranks as threads, whose buffers are all reachable (written with streaming stores).
 add_coll_test(coll_register_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 add_coll_test(coll_register_shm_2 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
-add_coll_test(coll_direct_threads_4 300 "COLLIE_ALGO=shm" ${COLL_CHECK} --threads 4 --dtypes quick --big)
+add_coll_test(coll_direct_threads_4 300 "COLLIE_ALGO=shm;COLLIE_STREAM_BYTES=1" ${COLL_CHECK} --threads 4 --dtypes quick --big)
 # Single-copy messages (rings carry where the data is): the ring and pairwise schedules,
 # receive-reduce included, with collie_mem_alloc buffers.
 add_coll_test(coll_register_ring_4 300 "COLLIE_ALGO=ring;COLLIE_CHUNK_SIZE=65536" ${COLL_RUN} -n 4 --timeout 280

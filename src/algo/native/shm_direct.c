@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "algo/native/shm_rounds.h"
+#include "core/copy.h"
 
 /* Below this the staged path's single synchronisation costs less than the agreement. */
 #define DIRECT_MIN_BYTES 65536
@@ -76,8 +77,10 @@ static char *buffer(collie_comm_t *comm, collie_op_t *op, int r, int w, uint64_t
   return collie_shm_peer_buffer(comm, r, &shm_area_of(comm, r)->loc[g & 1][w]);
 }
 
-static void copy(char *dst, const char *src, size_t n) {
-  if (dst != src && n) memcpy(dst, src, n);
+static void copy(const collie_op_t *op, char *dst, const char *src, size_t n) {
+  if (dst == src || !n) return;
+  if (op->nat_stream) collie_copy_stream(dst, src, n);
+  else memcpy(dst, src, n);
 }
 
 int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
@@ -91,12 +94,12 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   }
   switch (op->coll) {
     case COLLIE_COLL_ALLGATHER:
-      for (int r = 0; r < n; r++) copy(recv[me] + (size_t)r * v, send[r], v);
+      for (int r = 0; r < n; r++) copy(op, recv[me] + (size_t)r * v, send[r], v);
       break;
     case COLLIE_COLL_ALLTOALL:
-      for (int r = 0; r < n; r++) copy(recv[me] + (size_t)r * v, send[r] + (size_t)me * v, v);
+      for (int r = 0; r < n; r++) copy(op, recv[me] + (size_t)r * v, send[r] + (size_t)me * v, v);
       break;
-    case COLLIE_COLL_BROADCAST: copy(recv[me], send[root], v); break;
+    case COLLIE_COLL_BROADCAST: copy(op, recv[me], send[root], v); break;
     case COLLIE_COLL_REDUCE_SCATTER: {
       const size_t piece = DIRECT_PIECE_BYTES / e;
       for (size_t lo = 0; lo < c; lo += piece) {
@@ -121,7 +124,7 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
         shm_fold(comm, op, dst + lo * e, (const char *const *)send, owner, lo * e, len);
         if (op->coll == COLLIE_COLL_ALLREDUCE)
           for (int r = 0; r < n; r++)
-            if (r != me) copy(recv[r] + lo * e, dst + lo * e, len * e);
+            if (r != me) copy(op, recv[r] + lo * e, dst + lo * e, len * e);
       }
       break;
     }

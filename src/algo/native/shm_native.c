@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "algo/native/shm_rounds.h"
+#include "core/copy.h"
 #include "core/log.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
@@ -63,6 +64,11 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER;
   op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct &&
                    args->count * args->elem_size <= COLLIE_SHM_INLINE_BYTES;
+  /* A receive buffer larger than the caches is written with streaming stores: reading
+   * it into the cache first would only cost memory traffic. */
+  const uint64_t recv_bytes = (uint64_t)args->count * args->elem_size *
+                              (args->coll == COLLIE_COLL_ALLGATHER || args->coll == COLLIE_COLL_ALLTOALL ? comm->nranks : 1);
+  op->nat_stream = comm->stream_bytes && recv_bytes >= comm->stream_bytes;
 }
 
 static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
@@ -136,6 +142,12 @@ static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k
   shm_fold(comm, op, staged(comm, op, comm->rank, g) + s0 * e, src, comm->rank, s0 * e, sn);
 }
 
+/* A copy into the receive buffer. */
+static void put(const collie_op_t *op, char *dst, const char *src, size_t n) {
+  if (op->nat_stream) collie_copy_stream(dst, src, n);
+  else memcpy(dst, src, n);
+}
+
 static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   const int me = comm->rank, n = comm->nranks;
@@ -156,19 +168,19 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       for (int j = 0; j < n; j++) {
         size_t s0, sn;
         shm_slice(len, n, j, &s0, &sn);
-        if (sn) memcpy(recv + (lo + s0) * e, staged(comm, op, j, g) + s0 * e, sn * e);
+        if (sn) put(op, recv + (lo + s0) * e, staged(comm, op, j, g) + s0 * e, sn * e);
       }
       break;
     case COLLIE_COLL_BROADCAST: {
       const char *src = me == op->root ? send + lo * e : staged(comm, op, op->root, g);
-      if (src != recv + lo * e) memcpy(recv + lo * e, src, len * e);
+      if (src != recv + lo * e) put(op, recv + lo * e, src, len * e);
       break;
     }
     case COLLIE_COLL_ALLGATHER:
       for (int j = 0; j < n; j++) {
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + lo * e : staged(comm, op, j, g);
-        if (src != dst) memcpy(dst, src, len * e);
+        if (src != dst) put(op, dst, src, len * e);
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: {
@@ -182,7 +194,7 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
                                   : staged(comm, op, j, g) + (size_t)me * op->nat_piece * e;
-        if (src != dst) memcpy(dst, src, len * e);
+        if (src != dst) put(op, dst, src, len * e);
       }
       break;
     default: break;
