@@ -208,6 +208,18 @@ class Runner:
         two = re.search(r"tcp both ways:\s+([\d.]+) GB/s", out)
         return (float(one.group(1)), float(two.group(1))) if one and two else None
 
+    def probe_exchange(self):
+        """The least a 2-rank 1 MiB all-to-all through staging costs (bench/exchange_probe.c)."""
+        out = self.run_probe("exchange_probe", ["512"], "exchange probe") or ""
+        times = [float(t) for t in re.findall(r"best ([\d.]+) us per exchange", out)]
+        return min(times) if times else None
+
+    def probe_yield(self):
+        """A sched_yield handoff between two processes on one CPU (bench/yield_probe.c)."""
+        out = self.run_probe("yield_probe", [], "yield probe") or ""
+        m = re.search(r"one CPU:\s+([\d.]+) us", out)
+        return float(m.group(1)) if m else None
+
     @staticmethod
     def free_port():
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -403,6 +415,11 @@ class Runner:
                      ", ".join(f"{fmt_size(k)}: {v:.2f} GB/s" for k, v in sorted(mem.items())) + " |")
         if getattr(self, "cma", None):
             L.append(f"| process_vm_readv from another process, 64 MiB (bench/cma_probe.c) | {self.cma} |")
+        if getattr(self, "exchange", None):
+            L.append("| 2-rank 1 MiB all-to-all through staging, the three copies alone, two threads "
+                     f"(bench/exchange_probe.c) | {self.exchange:.1f} us |")
+        if getattr(self, "yield_us", None):
+            L.append(f"| sched_yield handoff between two processes on one CPU (bench/yield_probe.c) | {self.yield_us:.2f} us |")
         if getattr(self, "tcp2", None):
             L.append(f"| TCP over loopback, 4 MiB writes (bench/tcp_probe.c): one way / both ways at once | "
                      f"{self.tcp2[0]:.2f} GB/s / {self.tcp2[1]:.2f} GB/s per direction |")
@@ -655,6 +672,8 @@ def main():
     log(f"loopback TCP (iperf3): {sock:.2f} GB/s" if sock else "loopback TCP: not measured")
     r.cma = r.probe_cma()
     r.tcp2 = r.probe_tcp_two_way()
+    r.exchange = r.probe_exchange()
+    r.yield_us = r.probe_yield()
     log(f"tcp_probe: {r.tcp2}" if r.tcp2 else "tcp_probe: not measured")
     log(f"process_vm_readv: {r.cma}" if r.cma else "process_vm_readv: not measured")
     r.run_all()
