@@ -88,13 +88,13 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
  * first rounds of a spin: most waits end there, and a clock read cost a tenth of a small
  * collective. */
 void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
-  enum { UNTIMED = 16 };
+  const int first_timed = comm->spin > 0 ? 16 : 1;
   int n = ++*idle;
-  if (comm->spin > 0 && n < UNTIMED) {
+  if (n < first_timed) {
     cpu_relax();
     return;
   }
-  if (n == 1 || n == UNTIMED) {
+  if (n == first_timed) {
     comm->idle_since_ns = collie_now_ns();
     comm->idle_ns = 0;
   } else if ((n & 63) == 0) {

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "algo/native/shm_rounds.h"
-#include "core/copy.h"
 
 /* Below this the staged path's single synchronisation costs less than the agreement. */
 #define DIRECT_MIN_BYTES 65536
@@ -53,10 +52,9 @@ bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   collie_shm_bufloc_t *loc = shm_area_of(comm, comm->rank)->loc[g & 1];
   bool reachable = true;
   for (int w = SEND; w <= RECV; w++) {
-    size_t len = op->nat_may_direct ? needed(comm, op, comm->rank, w) : 0;
+    size_t len = needed(comm, op, comm->rank, w);
     collie_shm_locate(comm, op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV], len, &loc[w]);
     if (len && loc[w].kind == COLLIE_BUFLOC_NONE) reachable = false;
-    if (!op->nat_may_direct) loc[w].kind = COLLIE_BUFLOC_NONE;
   }
   return reachable;
 }
@@ -77,12 +75,6 @@ static char *buffer(collie_comm_t *comm, collie_op_t *op, int r, int w, uint64_t
   return collie_shm_peer_buffer(comm, r, &shm_area_of(comm, r)->loc[g & 1][w]);
 }
 
-static void copy(const collie_op_t *op, char *dst, const char *src, size_t n) {
-  if (dst == src || !n) return;
-  if (op->nat_stream) collie_copy_stream(dst, src, n);
-  else memcpy(dst, src, n);
-}
-
 int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   const int me = comm->rank, n = comm->nranks, root = op->root;
   const size_t e = op->nat_esz, c = op->nat_count, v = c * e;
@@ -94,12 +86,12 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   }
   switch (op->coll) {
     case COLLIE_COLL_ALLGATHER:
-      for (int r = 0; r < n; r++) copy(op, recv[me] + (size_t)r * v, send[r], v);
+      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r], v);
       break;
     case COLLIE_COLL_ALLTOALL:
-      for (int r = 0; r < n; r++) copy(op, recv[me] + (size_t)r * v, send[r] + (size_t)me * v, v);
+      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r] + (size_t)me * v, v);
       break;
-    case COLLIE_COLL_BROADCAST: copy(op, recv[me], send[root], v); break;
+    case COLLIE_COLL_BROADCAST: shm_put(op, recv[me], send[root], v); break;
     case COLLIE_COLL_REDUCE_SCATTER: {
       const size_t piece = DIRECT_PIECE_BYTES / e;
       for (size_t lo = 0; lo < c; lo += piece) {
@@ -124,7 +116,7 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
         shm_fold(comm, op, dst + lo * e, (const char *const *)send, owner, lo * e, len);
         if (op->coll == COLLIE_COLL_ALLREDUCE)
           for (int r = 0; r < n; r++)
-            if (r != me) copy(op, recv[r] + lo * e, dst + lo * e, len * e);
+            if (r != me) shm_put(op, recv[r] + lo * e, dst + lo * e, len * e);
       }
       break;
     }

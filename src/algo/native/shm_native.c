@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "algo/native/shm_rounds.h"
-#include "core/copy.h"
 #include "core/log.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
@@ -142,12 +141,6 @@ static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k
   shm_fold(comm, op, staged(comm, op, comm->rank, g) + s0 * e, src, comm->rank, s0 * e, sn);
 }
 
-/* A copy into the receive buffer. */
-static void put(const collie_op_t *op, char *dst, const char *src, size_t n) {
-  if (op->nat_stream) collie_copy_stream(dst, src, n);
-  else memcpy(dst, src, n);
-}
-
 static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   const int me = comm->rank, n = comm->nranks;
@@ -168,19 +161,19 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       for (int j = 0; j < n; j++) {
         size_t s0, sn;
         shm_slice(len, n, j, &s0, &sn);
-        if (sn) put(op, recv + (lo + s0) * e, staged(comm, op, j, g) + s0 * e, sn * e);
+        if (sn) shm_put(op, recv + (lo + s0) * e, staged(comm, op, j, g) + s0 * e, sn * e);
       }
       break;
     case COLLIE_COLL_BROADCAST: {
       const char *src = me == op->root ? send + lo * e : staged(comm, op, op->root, g);
-      if (src != recv + lo * e) put(op, recv + lo * e, src, len * e);
+      shm_put(op, recv + lo * e, src, len * e);
       break;
     }
     case COLLIE_COLL_ALLGATHER:
       for (int j = 0; j < n; j++) {
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + lo * e : staged(comm, op, j, g);
-        if (src != dst) put(op, dst, src, len * e);
+        shm_put(op, dst, src, len * e);
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: {
@@ -194,30 +187,31 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
                                   : staged(comm, op, j, g) + (size_t)me * op->nat_piece * e;
-        if (src != dst) put(op, dst, src, len * e);
+        shm_put(op, dst, src, len * e);
       }
       break;
     default: break;
   }
 }
 
-/* Which ranks' staging this rank reads in the drain, and through which counter. */
-static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
-  switch (op->coll) {
-    case COLLIE_COLL_BROADCAST: return shm_one_reached(comm, op, op->root, COLLIE_SHM_STAGED, want);
-    case COLLIE_COLL_REDUCE:
-      if (comm->rank != op->root) return true;
-      /* fall through */
-    case COLLIE_COLL_ALLREDUCE:
-      return shm_all_reached(comm, op, op->nat_small ? COLLIE_SHM_STAGED : COLLIE_SHM_REDUCED, want);
-    default: return shm_all_reached(comm, op, COLLIE_SHM_STAGED, want);
-  }
+/* Large reductions: each rank reduces a slice (combine) before everyone copies (drain). */
+static bool two_phase(const collie_op_t *op) {
+  return (op->coll == COLLIE_COLL_ALLREDUCE || op->coll == COLLIE_COLL_REDUCE) && !op->nat_small;
 }
 
-/* Whether drain_ready waited for every other rank's staging (or reduction). */
+/* Whether the drain waits for every other rank's staging (or reduction): all but
+ * broadcast and a reduce's non-roots. When it did, every rank has finished the round
+ * before (see advance). */
 static bool drain_waits_all(const collie_comm_t *comm, const collie_op_t *op) {
   if (op->coll == COLLIE_COLL_BROADCAST) return false;
   return op->coll != COLLIE_COLL_REDUCE || comm->rank == op->root;
+}
+
+/* Which ranks' staging this rank reads in the drain, and through which counter. */
+static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
+  if (op->coll == COLLIE_COLL_BROADCAST) return shm_one_reached(comm, op, op->root, COLLIE_SHM_STAGED, want);
+  if (!drain_waits_all(comm, op)) return true; /* a reduce's non-root reads nothing */
+  return shm_all_reached(comm, op, two_phase(op) ? COLLIE_SHM_REDUCED : COLLIE_SHM_STAGED, want);
 }
 
 /* Whom this rank must see enter the operation's first round, and compare calls with: all
@@ -251,9 +245,9 @@ static void call_key(const collie_op_t *op, uint64_t key[2]) {
 }
 
 /* Where a rank reads round g's key: in the inline line for inline rounds (one line to
- * fetch). Both are written, and every first round sets the inline tag, so that when ranks
- * disagree on whether a call is inline, each side sees the mismatch itself (not only
- * through the failure the other side relays). */
+ * fetch), else beside the counters. Both are written, and every first round sets the
+ * inline tag, so that when ranks disagree on whether a call is inline, each side sees the
+ * mismatch itself (not only through the failure the other side relays). */
 static uint64_t *call_key_slot(collie_shm_area_t *a, const collie_op_t *op, uint64_t g) {
   return op->nat_inline ? a->inl[g & 1].key : a->line.key[g & 1];
 }
@@ -298,8 +292,6 @@ static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
 /* Stages round g; the caller publishes (one wake-up for everything it stored). */
 static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   if (fills(op, comm->rank)) fill(comm, op, g, k);
-  if (op->nat_inline) /* after the key and the data */
-    atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[g & 1].tag, g + 1, memory_order_release);
   shm_store(comm, COLLIE_SHM_STAGED, g + 1);
 }
 
@@ -307,7 +299,6 @@ static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
  * failing the communicator. */
 static int advance(collie_comm_t *comm, collie_op_t *op) {
   int moved = 0;
-  const bool two_phase = (op->coll == COLLIE_COLL_ALLREDUCE || op->coll == COLLIE_COLL_REDUCE) && !op->nat_small;
   while (op->nat_round < op->nat_end) {
     const uint64_t g = op->nat_round, k = g - op->nat_base;
     if (op->nat_phase == PH_FILL) {
@@ -324,10 +315,12 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
         op->nat_unstaged = op->nat_may_direct && collie_direct_publish(comm, op, g);
       }
       if (!op->nat_unstaged) stage(comm, op, g, k);
-      if (!op->nat_checked && !op->nat_inline)
+      /* The inline tag, after the key and (inline rounds) the data: it stands for `ready`
+       * and `staged` of inline rounds, and carries every first round's key. */
+      if (op->nat_inline || !op->nat_checked)
         atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[g & 1].tag, g + 1, memory_order_release);
       shm_publish(comm, COLLIE_SHM_READY, g + 1);
-      op->nat_phase = two_phase ? PH_COMBINE : PH_DRAIN;
+      op->nat_phase = two_phase(op) ? PH_COMBINE : PH_DRAIN;
       moved = 1;
     }
     if (!op->nat_checked) {
@@ -369,7 +362,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
     if (!drain_ready(comm, op, g + 1)) return moved;
     drain(comm, op, g, k);
     shm_publish(comm, COLLIE_SHM_DONE, g + 1);
-    comm->native_prev_all = two_phase || drain_waits_all(comm, op);
+    comm->native_prev_all = two_phase(op) || drain_waits_all(comm, op);
     op->nat_phase = PH_FILL;
     op->nat_round++;
     moved = 1;

@@ -5,8 +5,10 @@
 #define COLLIE_SHM_ROUNDS_H
 
 #include <stdbool.h>
+#include <string.h>
 
 #include "algo/algo_util.h"
+#include "core/copy.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
 
@@ -50,6 +52,14 @@ static inline void shm_store(collie_comm_t *comm, int c, uint64_t value) {
 static inline void shm_publish(collie_comm_t *comm, int c, uint64_t value) {
   shm_store(comm, c, value);
   collie_shm_notify_others(comm);
+}
+
+/* A copy into a receive buffer: streaming stores when op's is larger than the caches
+ * (core/copy.h). */
+static inline void shm_put(const collie_op_t *op, char *dst, const char *src, size_t n) {
+  if (dst == src || !n) return;
+  if (op->nat_stream) collie_copy_stream(dst, src, n);
+  else memcpy(dst, src, n);
 }
 
 /* dst[0..n) = src[first] + off, then op with every other rank's src[r] + off, in rank
