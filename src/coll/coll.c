@@ -11,6 +11,26 @@
 #include "core/log.h"
 #include "tune/tune.h"
 
+/* Bytes of this rank's receive buffer that the collective writes. */
+static uint64_t recv_bytes(const collie_coll_args_t *a) {
+  uint64_t elems = a->count;
+  switch (a->coll) {
+    case COLLIE_COLL_ALLGATHER:
+    case COLLIE_COLL_ALLTOALL:
+    case COLLIE_COLL_GATHER: elems = (uint64_t)a->count * (uint64_t)a->nranks; break;
+    case COLLIE_COLL_ALLGATHERV:
+    case COLLIE_COLL_ALLTOALLV: {
+      const size_t *c = a->coll == COLLIE_COLL_ALLTOALLV ? a->counts2 : a->counts;
+      elems = 0;
+      for (int r = 0; c && r < a->nranks; r++) elems += c[r];
+      break;
+    }
+    case COLLIE_COLL_REDUCE_SCATTERV: elems = a->counts ? a->counts[a->rank] : 0; break;
+    default: break;
+  }
+  return elems * a->elem_size;
+}
+
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req) {
   const char *fn = call->fn;
@@ -81,6 +101,9 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
   }
   op->sched_users = users;
+  /* A receive buffer larger than the caches is written with streaming stores: reading it
+   * into the cache first would only cost memory traffic. */
+  op->stream = comm->stream_bytes && recv_bytes(args) >= comm->stream_bytes;
   if (native) collie_native_prepare(op, args);
   op->temp = call->temp;
   if (call->op == COLLIE_AVG && call->avg_count) {

@@ -51,9 +51,10 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
                              "of one process) and a probe at creation found them mappable; 0: always stage."},
     [COLLIE_P_STREAM_BYTES] = {"COLLIE_STREAM_BYTES", COLLIE_PT_SIZE, "16M",
-                               "Shared-memory collectives whose receive buffer is at least this big write it with "
-                               "non-temporal (streaming) stores, which skip reading the destination into the "
-                               "cache first; 0: never."},
+                               "Collectives whose receive buffer is at least this big write it with non-temporal "
+                               "(streaming) stores, which skip reading the destination into the cache first, when "
+                               "they copy from a buffer in memory (the caller's or a peer's, not a staging "
+                               "buffer); 0: never."},
     [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",
                                "1: at a process's first communicator, when the host's ranks fit on the CPUs it may "
                                "use, each rank starts on the CPU of its local index (its affinity mask stays as it "

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/copy.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "algo/native/shm_native.h"
@@ -146,7 +147,10 @@ static void run_ready(collie_op_t *op, uint32_t nwork) {
     }
     if (st->type == COLLIE_STEP_COPY) {
       char *src = resolve(op, st->src), *dst = resolve(op, st->dst);
-      if (src != dst && st->nbytes) memcpy(dst, src, st->nbytes);
+      if (src != dst && st->nbytes) {
+        if (op->stream) collie_copy_stream(dst, src, st->nbytes);
+        else memcpy(dst, src, st->nbytes);
+      }
     } else if (st->type == COLLIE_STEP_REDUCE && st->nbytes) {
       op->reduce(resolve(op, st->dst), resolve(op, st->src), resolve(op, st->src2), st->nbytes / s->elem_size);
     }
@@ -247,6 +251,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
         x->rsrc = resolve(op, st->src);
         x->reduce = op->reduce;
       }
+      x->stream = op->stream && !x->reduce;
       fill_header(op, x, st->peer, st->nbytes);
       x->pseq = peer->recv_seq++;
       enqueue(&peer->recvq, &peer->recvq_tail, x);

@@ -40,12 +40,14 @@ typedef struct collie_op {
   collie_reduce_fn_t reduce;
   collie_result_t result;
   bool steps_done;
+  /* The receive buffer is larger than the caches: receives and local copies write it with
+   * streaming stores (core/copy.h), which skip reading it into the cache first. */
+  bool stream;
   collie_request_t *req;
   /* Algorithm "shm" (algo/shm_native.c): no schedule, but rounds over the shared areas. */
   bool native;
   bool nat_small, nat_in_place, nat_checked;
   bool nat_inline; /* one round staged in the area's inline line (transport/shm.h) */
-  bool nat_stream; /* the receive buffer is written with streaming stores (core/copy.h) */
   bool nat_may_direct, nat_direct, nat_unstaged; /* the single-copy path (shm_direct.c) */
   uint8_t nat_phase;
   uint64_t nat_base, nat_round, nat_end; /* the communicator's rounds: first, current, end */

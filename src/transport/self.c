@@ -7,7 +7,7 @@ static int self_progress(collie_comm_t *comm, collie_peer_t *peer) {
   collie_xfer_t *s, *r;
   while ((s = peer->sendq) && (r = peer->recvq) && s->ready && r->ready) {
     if (collie_xfer_check_header(comm, peer, r, &s->hdr) < 0) return -1;
-    collie_xfer_deliver(r, 0, s->sbuf, s->nbytes);
+    collie_xfer_deliver(r, 0, s->sbuf, s->nbytes, false);
     s->done = r->done = s->nbytes;
     collie_xfer_complete(comm, peer, s);
     collie_xfer_complete(comm, peer, r);

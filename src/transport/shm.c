@@ -325,7 +325,7 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
                              comm->rank, (unsigned long long)loc.len, peer->rank);
           return -1;
         }
-        collie_xfer_deliver(x, 0, src, x->nbytes);
+        collie_xfer_deliver(x, 0, src, x->nbytes, false);
         x->done = x->nbytes;
         atomic_store_explicit(&sp->in_ctl->tail, ++sp->in_tail, memory_order_release);
         atomic_fetch_add_explicit(&sp->in_ctl->acks, 1, memory_order_release);
@@ -343,7 +343,7 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
                        comm->rank, (unsigned long long)n, collie_peer_desc(comm, peer->rank, pd, sizeof(pd)));
       return -1;
     }
-    collie_xfer_deliver(x, x->done, slot + 1, n);
+    collie_xfer_deliver(x, x->done, slot + 1, n, true);
     x->done += n;
     atomic_store_explicit(&sp->in_ctl->tail, ++sp->in_tail, memory_order_release);
     moved = 1;

@@ -146,7 +146,7 @@ static ssize_t recv_reduce(tcp_sock_t *so, collie_xfer_t *x, uint64_t pos, uint6
   size_t have = so->carry + (size_t)r;
   size_t whole = have - have % x->elem_size;
   /* pos is where the carried bytes start in the message */
-  collie_xfer_deliver(x, pos, so->bounce, whole);
+  collie_xfer_deliver(x, pos, so->bounce, whole, true);
   so->carry = have - whole;
   if (so->carry) memmove(so->bounce, so->bounce + whole, so->carry);
   return r;

@@ -25,8 +25,9 @@ endfunction()
 foreach(n 1 2 3 4 5 8)
   add_coll_test(coll_shm_${n} 300 "" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK})
 endforeach()
-# The large count (65536+13: several pipelined chunks and shared-memory slots), a few datatypes.
-add_coll_test(coll_shm_big_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
+# The large count (65536+13: several pipelined chunks and shared-memory slots), a few datatypes;
+# local copies write with streaming stores (COLLIE_STREAM_BYTES=1).
+add_coll_test(coll_shm_big_4 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
 # Tiny chunks and shared-memory slots: every message is cut into many pieces.
 add_coll_test(coll_shm_small_slots_4 300 "COLLIE_CHUNK_SIZE=1024;COLLIE_SHM_SLOT_SIZE=4K;COLLIE_SHM_NSLOTS=2"
               ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK})
@@ -104,10 +105,11 @@ add_coll_test(coll_register_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK
 add_coll_test(coll_register_shm_2 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 add_coll_test(coll_direct_threads_4 300 "COLLIE_ALGO=shm;COLLIE_STREAM_BYTES=1" ${COLL_CHECK} --threads 4 --dtypes quick --big)
 # Single-copy messages (rings carry where the data is): the ring and pairwise schedules,
-# receive-reduce included, with collie_mem_alloc buffers.
-add_coll_test(coll_register_ring_4 300 "COLLIE_ALGO=ring;COLLIE_CHUNK_SIZE=65536" ${COLL_RUN} -n 4 --timeout 280
+# receive-reduce included, with collie_mem_alloc buffers; plain receives write with
+# streaming stores (COLLIE_STREAM_BYTES=1).
+add_coll_test(coll_register_ring_4 300 "COLLIE_ALGO=ring;COLLIE_CHUNK_SIZE=65536;COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 4 --timeout 280
               ${COLL_CHECK} --dtypes quick --big --register --coll allreduce,allgather,reduce_scatter)
-add_coll_test(coll_register_pairwise_3 300 "COLLIE_ALGO=pairwise;COLLIE_CHUNK_SIZE=65536" ${COLL_RUN} -n 3
+add_coll_test(coll_register_pairwise_3 300 "COLLIE_ALGO=pairwise;COLLIE_CHUNK_SIZE=65536;COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 3
               --timeout 280 ${COLL_CHECK} --dtypes quick --big --register --coll alltoall,alltoallv,p2p)
 # The same with the single-copy path off: everything staged.
 add_coll_test(coll_register_staged_3 300 "COLLIE_SHM_DIRECT=0" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)

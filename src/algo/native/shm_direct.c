@@ -86,12 +86,12 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   }
   switch (op->coll) {
     case COLLIE_COLL_ALLGATHER:
-      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r], v);
+      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r], v, false);
       break;
     case COLLIE_COLL_ALLTOALL:
-      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r] + (size_t)me * v, v);
+      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r] + (size_t)me * v, v, false);
       break;
-    case COLLIE_COLL_BROADCAST: shm_put(op, recv[me], send[root], v); break;
+    case COLLIE_COLL_BROADCAST: shm_put(op, recv[me], send[root], v, false); break;
     case COLLIE_COLL_REDUCE_SCATTER: {
       const size_t piece = DIRECT_PIECE_BYTES / e;
       for (size_t lo = 0; lo < c; lo += piece) {
@@ -116,7 +116,7 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
         shm_fold(comm, op, dst + lo * e, (const char *const *)send, owner, lo * e, len);
         if (op->coll == COLLIE_COLL_ALLREDUCE)
           for (int r = 0; r < n; r++)
-            if (r != me) shm_put(op, recv[r] + lo * e, dst + lo * e, len * e);
+            if (r != me) shm_put(op, recv[r] + lo * e, dst + lo * e, len * e, false);
       }
       break;
     }

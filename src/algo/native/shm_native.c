@@ -63,11 +63,6 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER;
   op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct &&
                    args->count * args->elem_size <= COLLIE_SHM_INLINE_BYTES;
-  /* A receive buffer larger than the caches is written with streaming stores: reading
-   * it into the cache first would only cost memory traffic. */
-  const uint64_t recv_bytes = (uint64_t)args->count * args->elem_size *
-                              (args->coll == COLLIE_COLL_ALLGATHER || args->coll == COLLIE_COLL_ALLTOALL ? comm->nranks : 1);
-  op->nat_stream = comm->stream_bytes && recv_bytes >= comm->stream_bytes;
 }
 
 static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
@@ -161,19 +156,19 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       for (int j = 0; j < n; j++) {
         size_t s0, sn;
         shm_slice(len, n, j, &s0, &sn);
-        if (sn) shm_put(op, recv + (lo + s0) * e, staged(comm, op, j, g) + s0 * e, sn * e);
+        if (sn) shm_put(op, recv + (lo + s0) * e, staged(comm, op, j, g) + s0 * e, sn * e, true);
       }
       break;
     case COLLIE_COLL_BROADCAST: {
       const char *src = me == op->root ? send + lo * e : staged(comm, op, op->root, g);
-      shm_put(op, recv + lo * e, src, len * e);
+      shm_put(op, recv + lo * e, src, len * e, me != op->root);
       break;
     }
     case COLLIE_COLL_ALLGATHER:
       for (int j = 0; j < n; j++) {
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + lo * e : staged(comm, op, j, g);
-        shm_put(op, dst, src, len * e);
+        shm_put(op, dst, src, len * e, j != me);
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: {
@@ -187,7 +182,7 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
                                   : staged(comm, op, j, g) + (size_t)me * op->nat_piece * e;
-        shm_put(op, dst, src, len * e);
+        shm_put(op, dst, src, len * e, j != me);
       }
       break;
     default: break;
