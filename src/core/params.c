@@ -76,7 +76,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                               "Cost-model figures (alpha, beta per transport, gamma) written by collie-tune; "
                               "read at communicator creation. Unset: built-in defaults (docs/tuning.md)."},
     [COLLIE_P_CHUNK_SIZE] = {"COLLIE_CHUNK_SIZE", COLLIE_PT_SIZE, "64K",
-                             "Pipelining chunk of the collective algorithms."},
+                             "Pipelining chunk of the collective algorithms. Unset: 64K when every rank shares "
+                             "one host, 1M when some ranks talk TCP."},
     [COLLIE_P_RANK] = {"COLLIE_RANK", COLLIE_PT_INT, NULL, "This process's rank (set by collie-run)."},
     [COLLIE_P_NRANKS] = {"COLLIE_NRANKS", COLLIE_PT_INT, NULL, "Number of ranks (set by collie-run)."},
     [COLLIE_P_LOCAL_RANK] = {"COLLIE_LOCAL_RANK", COLLIE_PT_INT, NULL,
