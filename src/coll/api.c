@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "core/copy.h"
 #include "core/error.h"
+#include "sched/executor.h"
 #include "tune/tune.h"
 
 typedef collie_request_t req_t;
@@ -196,6 +198,16 @@ collie_result_t collie_ireduce_scatterv(const void *sendbuf, void *recvbuf, cons
   return post_or_done(comm, &a, &c, sum == 0, req);
 }
 
+/* An in-place exchange's private copy of its input, in the communicator's reusable
+ * scratch buffer (the operation gives it back when it ends). */
+static collie_result_t input_copy(collie_comm_t *comm, const char *fn, const void *src, size_t n, char **out) {
+  *out = collie_scratch_take(comm, n + 1);
+  if (!*out) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  if (comm->stream_bytes && n >= comm->stream_bytes) collie_copy_stream(*out, src, n);
+  else memcpy(*out, src, n);
+  return COLLIE_SUCCESS;
+}
+
 collie_result_t collie_ialltoall(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                                  collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_alltoall";
@@ -204,18 +216,16 @@ collie_result_t collie_ialltoall(const void *sendbuf, void *recvbuf, size_t coun
   TRY(check_total(comm, fn, count, dt, &bytes, &total));
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", total));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", total));
-  void *temp = NULL;
+  char *temp = NULL;
   if (count && sendbuf == recvbuf) {
     /* In place: exchange from a private copy of the input. */
-    temp = malloc(total * collie_datatype_size(dt));
-    if (!temp) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
-    memcpy(temp, sendbuf, total * collie_datatype_size(dt));
+    TRY(input_copy(comm, fn, sendbuf, total * collie_datatype_size(dt), &temp));
     sendbuf = temp;
   }
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, count, NULL, 0, temp};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLTOALL, .count = count};
   collie_result_t res = post_or_done(comm, &a, &c, count == 0, req);
-  if (res && temp) free(temp);
+  if (res) collie_scratch_give(comm, temp);
   return res;
 }
 
@@ -259,14 +269,12 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", ssum));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", rsum));
   size_t esz = collie_datatype_size(dt);
-  void *temp = NULL;
+  char *temp = NULL;
   if (sendbuf && sendbuf == recvbuf) {
     size_t extent = 0;
     for (int r = 0; r < comm->nranks; r++)
       if (sendcounts[r] && sdispls[r] + sendcounts[r] > extent) extent = sdispls[r] + sendcounts[r];
-    temp = malloc(extent * esz + 1);
-    if (!temp) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
-    memcpy(temp, sendbuf, extent * esz);
+    TRY(input_copy(comm, fn, sendbuf, extent * esz, &temp));
     sendbuf = temp;
   }
   /* The automatic choice must be the same on every rank, and a rank sees only its own
@@ -277,14 +285,14 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
   size_t *matrix = NULL;
   collie_result_t res = bruck_matrix(comm, sendcounts, &matrix);
   if (res) {
-    free(temp);
+    collie_scratch_give(comm, temp);
     return res;
   }
   a.matrix = matrix;
   /* Zero-size on this rank does not mean zero everywhere: always post. */
   res = post_or_done(comm, &a, &c, false, req);
   free(matrix); /* only the schedule builder reads it */
-  if (res && temp) free(temp);
+  if (res) collie_scratch_give(comm, temp);
   return res;
 }
 

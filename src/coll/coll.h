@@ -16,7 +16,7 @@ typedef struct {
   uint64_t sig_count;      /* count carried in the fingerprint */
   char *avg_buf;           /* AVG: the result region divided once at the end */
   size_t avg_count;
-  void *temp;              /* a buffer the operation owns and frees (in-place alltoall) */
+  void *temp;              /* the in-place alltoall(v) input copy (collie_scratch_take): the operation gives it back */
 } collie_coll_call_t;
 
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,

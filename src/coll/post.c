@@ -36,7 +36,10 @@ collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request
   pthread_mutex_lock(&comm->lock);
   collie_result_t res = collie_op_post(comm, op, req);
   if (res == COLLIE_SUCCESS && comm->has_progress_thread) pthread_cond_signal(&comm->progress_cv);
-  if (res) collie_op_discard(op);
+  if (res) {
+    op->temp = NULL; /* not taken: the caller still owns it and gives it back */
+    collie_op_discard(op);
+  }
   pthread_mutex_unlock(&comm->lock);
   return res;
 }

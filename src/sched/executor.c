@@ -27,7 +27,7 @@ typedef struct {
   char pad[56];
 } scratch_hdr_t;
 
-static char *scratch_take(collie_comm_t *comm, size_t need) {
+char *collie_scratch_take(collie_comm_t *comm, size_t need) {
   scratch_hdr_t *h = atomic_exchange(&comm->scratch_pool, NULL);
   if (h && h->size >= need) return (char *)(h + 1);
   free(h);
@@ -37,7 +37,8 @@ static char *scratch_take(collie_comm_t *comm, size_t need) {
   return (char *)(h + 1);
 }
 
-static void scratch_give(collie_comm_t *comm, char *p) {
+void collie_scratch_give(collie_comm_t *comm, char *p) {
+  if (!p) return;
   scratch_hdr_t *h = (scratch_hdr_t *)p - 1;
   scratch_hdr_t *old = atomic_exchange(&comm->scratch_pool, h);
   if (old && old->size > h->size) {
@@ -85,7 +86,7 @@ collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool o
   op->succ_first = op->work + n;
   op->succ = op->succ_first + n + 1;
   if (sched->scratch_bytes) {
-    op->scratch = scratch_take(comm, sched->scratch_bytes);
+    op->scratch = collie_scratch_take(comm, sched->scratch_bytes);
     if (!op->scratch) {
       free(op);
       return NULL;
@@ -103,8 +104,8 @@ void collie_op_discard(collie_op_t *op) {
     free(op->sched);
   }
   if (op->sched_users) (*op->sched_users)--; /* under comm->lock, like the cache itself */
-  if (op->scratch) scratch_give(op->comm, op->scratch);
-  free(op->temp);
+  if (op->scratch) collie_scratch_give(op->comm, op->scratch);
+  collie_scratch_give(op->comm, op->temp);
   free(op);
 }
 

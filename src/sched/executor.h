@@ -27,7 +27,7 @@ typedef struct collie_op {
   int *sched_users;        /* a cached schedule: its users counter, released at the end */
   char *bufs[COLLIE_NUM_BUFS];
   char *scratch;
-  void *temp;              /* owned by the op: e.g. the copy of an in-place alltoall's input */
+  void *temp;              /* owned by the op, from collie_scratch_take: an in-place alltoall(v)'s input copy */
   /* AVG: the region divided once everything else is done */
   char *avg_buf;
   size_t avg_count;
@@ -78,6 +78,11 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
 /* Frees an operation that was never posted. */
 void collie_op_discard(collie_op_t *op);
 
+/* A buffer of at least `need` bytes from the communicator's spare (reused from call to
+ * call: a fresh 64 MiB malloc is an mmap whose page faults cost more than the copy into
+ * it), or NULL when out of memory. Give it back with collie_scratch_give (NULL: nothing). */
+char *collie_scratch_take(collie_comm_t *comm, size_t need);
+void collie_scratch_give(collie_comm_t *comm, char *p);
 /* Frees the communicator's spare scratch buffer (at destroy). */
 void collie_comm_free_scratch(collie_comm_t *comm);
 
