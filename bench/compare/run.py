@@ -214,6 +214,13 @@ class Runner:
         times = [float(t) for t in re.findall(r"best ([\d.]+) us per exchange", out)]
         return min(times) if times else None
 
+    def probe_copy_pair(self):
+        """Two CPUs copying 64 MiB each at once: the single-copy floor (bench/copy_pair_probe.c)."""
+        out = self.run_probe("copy_pair_probe", ["64"], "copy pair probe") or ""
+        got = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in re.finditer(
+            r"at once, (memcpy|streaming stores): best ([\d.]+) ms; .* at most ([\d.]+) GB/s busbw", out)}
+        return got if len(got) == 2 else None
+
     def probe_yield(self):
         """A sched_yield handoff between two processes on one CPU (bench/yield_probe.c)."""
         out = self.run_probe("yield_probe", [], "yield probe") or ""
@@ -418,6 +425,11 @@ class Runner:
         if getattr(self, "exchange", None):
             L.append("| 2-rank 1 MiB all-to-all through staging, the three copies alone, two threads "
                      f"(bench/exchange_probe.c) | {self.exchange:.1f} us |")
+        if getattr(self, "copy_pair", None):
+            mc, st = self.copy_pair["memcpy"], self.copy_pair["streaming stores"]
+            L.append("| two CPUs copying 64 MiB each at once (bench/copy_pair_probe.c): memcpy / streaming stores; "
+                     "the busbw ceiling of a 2-rank 64 MiB all-gather or all-to-all that copies each byte once | "
+                     f"{mc[0]:.2f} ms / {st[0]:.2f} ms; {max(mc[1], st[1]):.2f} GB/s |")
         if getattr(self, "yield_us", None):
             L.append(f"| sched_yield handoff between two processes on one CPU (bench/yield_probe.c) | {self.yield_us:.2f} us |")
         if getattr(self, "tcp2", None):
@@ -674,6 +686,7 @@ def main():
     r.tcp2 = r.probe_tcp_two_way()
     r.exchange = r.probe_exchange()
     r.yield_us = r.probe_yield()
+    r.copy_pair = r.probe_copy_pair()
     log(f"tcp_probe: {r.tcp2}" if r.tcp2 else "tcp_probe: not measured")
     log(f"process_vm_readv: {r.cma}" if r.cma else "process_vm_readv: not measured")
     r.run_all()
