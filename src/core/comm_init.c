@@ -78,7 +78,10 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
     res = collie_shm_connect(comm);
     err = res ? comm->last_error : NULL;
     res = collie_ctl_barrier(comm, err);
-    if (!res) collie_shm_probe_settle(comm); /* every rank has probed: the same answer everywhere */
+    if (!res) { /* every rank has probed: the same answers everywhere */
+      collie_shm_probe_settle(comm);
+      collie_shm_cma_settle(comm);
+    }
   }
   if (comm->shm) collie_shm_unlink(comm); /* everyone mapped it (or we give up): nothing stays */
   if (!res) {

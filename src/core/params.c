@@ -50,6 +50,12 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
                              "of one process) and a probe at creation found them mappable; 0: always stage."},
+    [COLLIE_P_SHM_CMA] = {"COLLIE_SHM_CMA", COLLIE_PT_INT, "1",
+                          "Point-to-point messages between processes of one host read by the receiver straight "
+                          "from the sender's ordinary buffer with process_vm_readv (single copy): 0 never; 1 "
+                          "from 64 KiB up to 256 KiB; 2 from 64 KiB up (ranks that share no cache, e.g. on "
+                          "different sockets). Needs ranks that may read each other (same user; a probe at "
+                          "creation checks; collie calls prctl(PR_SET_PTRACER) for Yama)."},
     [COLLIE_P_STREAM_BYTES] = {"COLLIE_STREAM_BYTES", COLLIE_PT_SIZE, "16M",
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "

@@ -26,18 +26,27 @@ typedef struct {
   int32_t probe_pid, probe_fd;
   uint64_t probe_id;
   _Atomic uint32_t maps_peers;
-  char pad2[76];
+  /* The cross-memory-attach probe (shm_cma.c): whether the owner could read every peer
+   * with process_vm_readv, and where the owner's probe value is. */
+  _Atomic uint32_t cma_peers;
+  int32_t cma_pid;
+  uint32_t cma_pad;
+  uint64_t cma_addr;
+  char pad2[56];
 } collie_shm_seg_hdr_t;
+_Static_assert(sizeof(collie_shm_seg_hdr_t) == 256, "the header keeps its size");
 
 /* The collective area at the end of each rank's segment (algo/shm_native.c): counters
  * that only its owner writes and every local peer reads, then two staging buffers. The
  * counters count rounds of shared-memory collectives since the communicator began. */
 /* Where one of the owner's buffers is, for peers that read or write it directly
  * (algo/native/shm_direct.c). */
-enum { COLLIE_BUFLOC_NONE, COLLIE_BUFLOC_ADDR, COLLIE_BUFLOC_MEM };
+enum { COLLIE_BUFLOC_NONE, COLLIE_BUFLOC_ADDR, COLLIE_BUFLOC_MEM, COLLIE_BUFLOC_CMA };
 typedef struct {
   uint8_t kind;   /* NONE: not reachable; ADDR: an address in the owner's process (ranks
-                     that are threads of one process); MEM: inside a collie_mem_alloc */
+                     that are threads of one process); MEM: inside a collie_mem_alloc;
+                     CMA: an address in process `pid`, read with process_vm_readv (point
+                     to point messages only, shm_cma.c) */
   uint8_t pad[3];
   int32_t pid, fd;  /* MEM: the owner's process and the allocation's descriptor */
   uint32_t pad2;
@@ -96,6 +105,9 @@ typedef struct collie_shm_state {
   size_t area_size; /* bytes of each of its two staging buffers */
   bool one_process; /* every rank is a thread of this process */
   bool direct_ok;   /* every local rank can map every other's collie_mem_alloc memory */
+  bool cma_ok;      /* every local rank can read every other with process_vm_readv */
+  int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 from 64 to 256 KiB, 2 from 64 KiB */
+  uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
   void *probe;      /* this rank's probe page, until the ranks have agreed */
   struct collie_shm_peer_map *maps; /* peers' collie_mem_alloc allocations mapped here */
   int nmaps, maps_cap;
@@ -112,6 +124,28 @@ void collie_shm_unmap_peers(collie_shm_state_t *st);
 void collie_shm_probe_offer(collie_comm_t *comm);
 void collie_shm_probe_peers(collie_comm_t *comm);
 void collie_shm_probe_settle(collie_comm_t *comm);
+/* Cross-memory attach (shm_cma.c): single copy of ordinary buffers between processes.
+ * A message that collie_shm_cma_wanted() travels as its location only, and the receiver
+ * reads it with process_vm_readv. The probe runs beside the one above, in the same
+ * phases; cma_ok ends the same on every rank. */
+#define COLLIE_CMA_MIN (64 * 1024)
+#define COLLIE_CMA_MAX (256 * 1024) /* COLLIE_SHM_CMA=1: below this only */
+void collie_shm_cma_offer(collie_comm_t *comm);
+void collie_shm_cma_probe(collie_comm_t *comm);
+void collie_shm_cma_settle(collie_comm_t *comm);
+/* Whether a message of this size from an ordinary buffer should go by CMA (given cma_ok;
+ * reductions never do, see shm.c). */
+static inline bool collie_shm_cma_wanted(const collie_shm_state_t *st, uint64_t nbytes) {
+  return nbytes >= COLLIE_CMA_MIN && (st->cma_mode == 2 || nbytes < COLLIE_CMA_MAX);
+}
+/* Reads x's payload (all of it) from the sender's buffer at loc into x's destination,
+ * reducing when x is a receive-reduce (through `bounce`, COLLIE_CMA_BOUNCE bytes). 0, or
+ * -1 after failing the communicator with a sentence. */
+#define COLLIE_CMA_BOUNCE (64 * 1024)
+struct collie_xfer;
+int collie_shm_cma_read(collie_comm_t *comm, int peer, struct collie_xfer *x, const collie_shm_bufloc_t *loc,
+                        char *bounce);
+
 /* Describes [p, p+len) for the other local ranks; false (kind NONE) when they cannot reach
  * it: not collie_mem_alloc memory, and the ranks are not threads of one process. */
 bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, collie_shm_bufloc_t *loc);

@@ -111,6 +111,12 @@ add_coll_test(coll_register_ring_4 300 "COLLIE_ALGO=ring;COLLIE_CHUNK_SIZE=65536
               ${COLL_CHECK} --dtypes quick --big --register --coll allreduce,allgather,reduce_scatter)
 add_coll_test(coll_register_pairwise_3 300 "COLLIE_ALGO=pairwise;COLLIE_CHUNK_SIZE=65536;COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 3
               --timeout 280 ${COLL_CHECK} --dtypes quick --big --register --coll alltoall,alltoallv,p2p)
+# Messages read with process_vm_readv from ordinary buffers (COLLIE_SHM_CMA=2: every
+# message of 64 KiB and more, --big), every collective and point to point, through the
+# message algorithms (no shared-memory collectives: about 500 reads).
+add_coll_test(coll_cma_3 300 "COLLIE_SHM_CMA=2;COLLIE_SHM_COLL_SIZE=0" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
+add_coll_test(coll_cma_pairwise_4 300 "COLLIE_SHM_CMA=2;COLLIE_ALGO=pairwise;COLLIE_CHUNK_SIZE=65536" ${COLL_RUN}
+              -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big --coll alltoall,alltoallv,p2p)
 # The same with the single-copy path off: everything staged.
 add_coll_test(coll_register_staged_3 300 "COLLIE_SHM_DIRECT=0" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 # Without the shared area (COLLIE_SHM_COLL_SIZE=0) the schedules serve every rank count.

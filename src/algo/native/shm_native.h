@@ -12,7 +12,8 @@
  *
  * The staging is a copy-in / copy-out pipeline in chunks that stay in cache
  * (COLLIE_SHM_COLL_SIZE). Single-copy reads through process_vm_readv were measured at
- * 40 to 60% of memcpy on this machine kind (bench/cma_probe.c), so they are not used. */
+ * 40 to 60% of memcpy on this machine kind (bench/cma_probe.c), so they serve only the
+ * point-to-point messages where they win (transport/shm_cma.c), not these collectives. */
 #ifndef COLLIE_SHM_NATIVE_H
 #define COLLIE_SHM_NATIVE_H
 
