@@ -122,6 +122,8 @@ void collie_shm_unmap_peers(collie_shm_state_t *st);
  * publish whether all worked. After the barrier that follows: direct_ok = every rank could
  * (the same answer everywhere). COLLIE_SHM_DIRECT=0 skips it all (direct_ok false). */
 void collie_shm_probe_offer(collie_comm_t *comm);
+/* Logs (INFO) that a single-copy probe found local peer `li` out of reach, and why. */
+void collie_shm_probe_failed(collie_comm_t *comm, int li, const char *what, const char *why);
 void collie_shm_probe_peers(collie_comm_t *comm);
 void collie_shm_probe_settle(collie_comm_t *comm);
 /* Cross-memory attach (shm_cma.c): single copy of ordinary buffers between processes.

@@ -63,12 +63,8 @@ void collie_shm_cma_probe(collie_comm_t *comm) {
     ssize_t n = h->cma_addr ? process_vm_readv(h->cma_pid, &local, 1, &remote, 1, 0) : -1;
     if (n == (ssize_t)sizeof(got) && !memcmp(got, want, sizeof(got))) continue;
     ok = false;
-    char pd[160];
-    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank,
-                "process_vm_readv off: rank %d cannot read %s (%s); large messages are copied through shared "
-                "memory",
-                comm->rank, collie_peer_desc(comm, comm->local_ranks[li], pd, sizeof(pd)),
-                !h->cma_addr ? "it offered nothing" : n < 0 ? strerror(errno) : "it read another process");
+    collie_shm_probe_failed(comm, li, "process_vm_readv",
+                            !h->cma_addr ? "it offered nothing" : n < 0 ? strerror(errno) : "it read another process");
   }
   atomic_store(&st->mine->cma_peers, ok ? 1u : 0u);
 }

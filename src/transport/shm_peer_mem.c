@@ -104,6 +104,12 @@ char *collie_shm_peer_buffer(collie_comm_t *comm, int rank, const collie_shm_buf
   return p ? p : fail(comm, rank, loc, why);
 }
 
+void collie_shm_probe_failed(collie_comm_t *comm, int li, const char *what, const char *why) {
+  char pd[160];
+  COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "%s off: rank %d cannot reach %s (%s); buffers are copied through "
+              "shared memory", what, comm->rank, collie_peer_desc(comm, comm->local_ranks[li], pd, sizeof(pd)), why);
+}
+
 void collie_shm_probe_offer(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
   collie_mem_loc_t m;
@@ -125,12 +131,7 @@ void collie_shm_probe_peers(collie_comm_t *comm) {
     const char *why = "";
     if (h->probe_id && try_map(comm, &loc, &why)) continue;
     ok = false;
-    char pd[160];
-    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank,
-                "single copy off: rank %d cannot map the memory of %s (%s); buffers are copied through shared "
-                "memory",
-                comm->rank, collie_peer_desc(comm, comm->local_ranks[li], pd, sizeof(pd)),
-                h->probe_id ? why : "it offered none");
+    collie_shm_probe_failed(comm, li, "single copy of collie_mem_alloc buffers", h->probe_id ? why : "it offered none");
   }
   atomic_store(&st->mine->maps_peers, ok ? 1u : 0u);
 }
