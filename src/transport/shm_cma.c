@@ -9,7 +9,8 @@
  *     against 55, 32 MiB 7.4 against 9.3 ms: CMA below 256 KiB only (the default);
  *   - they do not (exchange_probe 270 to 320 us, as across sockets): 128 KiB 94 against
  *     21 us, 512 KiB 339 against 69, 32 MiB 22 against 8.0 ms: CMA from 64 KiB
- *     (COLLIE_SHM_CMA=2).
+ *     (COLLIE_SHM_CMA=2, or by default while the sender's copies into the ring show that
+ *     state: shm.c, weigh_slot_copy).
  * The ring wins large messages on a shared L3 because its second copy reads lines still
  * in that cache, while CMA pins the sender's pages and copies from memory.
  *
