@@ -203,8 +203,7 @@ collie_result_t collie_ireduce_scatterv(const void *sendbuf, void *recvbuf, cons
 static collie_result_t input_copy(collie_comm_t *comm, const char *fn, const void *src, size_t n, char **out) {
   *out = collie_scratch_take(comm, n + 1);
   if (!*out) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
-  if (comm->stream_bytes && n >= comm->stream_bytes) collie_copy_stream(*out, src, n);
-  else memcpy(*out, src, n);
+  collie_copy(*out, src, n, collie_coll_streams(comm, n));
   return COLLIE_SUCCESS;
 }
 

@@ -101,9 +101,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
   }
   op->sched_users = users;
-  /* A receive buffer larger than the caches is written with streaming stores: reading it
-   * into the cache first would only cost memory traffic. */
-  op->stream = comm->stream_bytes && recv_bytes(args) >= comm->stream_bytes;
+  op->stream = collie_coll_streams(comm, recv_bytes(args));
   if (native) collie_native_prepare(op, args);
   op->temp = call->temp;
   if (call->op == COLLIE_AVG && call->avg_count) {

@@ -19,6 +19,13 @@ typedef struct {
   void *temp;              /* the in-place alltoall(v) input copy (collie_scratch_take): the operation gives it back */
 } collie_coll_call_t;
 
+/* Whether a collective whose receive buffer (or an in-place copy of its input) has this
+ * many bytes writes it with streaming stores: larger than the caches, reading it into
+ * them first would only cost memory traffic (COLLIE_STREAM_BYTES). */
+static inline bool collie_coll_streams(const collie_comm_t *comm, uint64_t bytes) {
+  return comm->stream_bytes && bytes >= comm->stream_bytes;
+}
+
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req);
 /* A collective with nothing to move on any rank: a completed request. */

@@ -117,12 +117,11 @@ static void choose_wait_policy(collie_comm_t *comm) {
  * every rank cuts the same chunks. */
 #define TCP_CHUNK_BYTES (1u << 20)
 static void choose_chunk(collie_comm_t *comm) {
-  if (comm->nlocal != comm->nranks && strcmp(collie_param_source(COLLIE_P_CHUNK_SIZE), "environment") != 0)
-    comm->chunk_bytes = TCP_CHUNK_BYTES;
+  const bool user = strcmp(collie_param_source(COLLIE_P_CHUNK_SIZE), "environment") == 0;
+  const bool tcp = comm->nlocal != comm->nranks;
+  if (tcp && !user) comm->chunk_bytes = TCP_CHUNK_BYTES;
   COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "pipelining chunk %zu bytes (%s)", comm->chunk_bytes,
-              strcmp(collie_param_source(COLLIE_P_CHUNK_SIZE), "environment") == 0 ? "COLLIE_CHUNK_SIZE"
-              : comm->nlocal != comm->nranks                                      ? "TCP between some ranks"
-                                                                                  : "all ranks on one host");
+              user ? "COLLIE_CHUNK_SIZE" : tcp ? "TCP between some ranks" : "all ranks on one host");
 }
 
 /* Linux starts a process on its parent's CPU and moves it only when its load balancer next

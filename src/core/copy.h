@@ -2,7 +2,9 @@
 #ifndef COLLIE_COPY_H
 #define COLLIE_COPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 /* memcpy with non-temporal (streaming) stores where the CPU has them (x86-64): the
  * destination is not read into the cache before it is written, which saves a third of the
@@ -11,5 +13,12 @@
  * memory, not in the cache. Ends with a store fence, so the data is visible to other
  * cores once a later release store is. */
 void collie_copy_stream(void *dst, const void *src, size_t n);
+
+/* memcpy, or collie_copy_stream when `stream` (the destination is larger than the caches
+ * and the source is not a staging buffer hot in a core's cache). */
+static inline void collie_copy(void *dst, const void *src, size_t n, bool stream) {
+  if (stream) collie_copy_stream(dst, src, n);
+  else memcpy(dst, src, n);
+}
 
 #endif

@@ -148,10 +148,7 @@ static void run_ready(collie_op_t *op, uint32_t nwork) {
     }
     if (st->type == COLLIE_STEP_COPY) {
       char *src = resolve(op, st->src), *dst = resolve(op, st->dst);
-      if (src != dst && st->nbytes) {
-        if (op->stream) collie_copy_stream(dst, src, st->nbytes);
-        else memcpy(dst, src, st->nbytes);
-      }
+      if (src != dst && st->nbytes) collie_copy(dst, src, st->nbytes, op->stream);
     } else if (st->type == COLLIE_STEP_REDUCE && st->nbytes) {
       op->reduce(resolve(op, st->dst), resolve(op, st->src), resolve(op, st->src2), st->nbytes / s->elem_size);
     }
@@ -264,33 +261,29 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
    * (an out-of-place collective's own block), so that the peers work meanwhile (2 ranks,
    * 4 MiB out-of-place broadcast from collie_mem_alloc buffers: 92 against 184 us). The
    * transports' progress may complete steps and run their successors through op->work,
-   * so the local steps wait in `held` until it returns. A failure the transports meet is
-   * left in comm->failed for the next collie_progress (which may retire this op). */
-  uint32_t held[16], nheld = 0;
+   * so the local steps wait in `held` meanwhile (when there are few: the common case is
+   * one own block). A failure the transports meet is left in comm->failed for the next
+   * collie_progress (which may retire this op). */
+  uint32_t nwork = 0;
   bool sends = false;
   for (uint32_t i = 0; i < s->nsteps; i++) {
     if (op->pending[i] != 0) continue;
     if (!is_comm_step(s->steps[i].type)) {
-      if (nheld < 16) held[nheld] = i;
-      nheld++;
-    } else if (s->steps[i].type == COLLIE_STEP_SEND) {
-      sends = true;
+      op->work[nwork++] = i;
+      continue;
     }
+    op->xfers[i].ready = 1;
+    sends |= s->steps[i].type == COLLIE_STEP_SEND;
   }
-  uint32_t nwork = 0;
-  if (nheld && nheld <= 16 && sends) {
-    for (uint32_t i = 0; i < s->nsteps; i++)
-      if (op->pending[i] == 0 && is_comm_step(s->steps[i].type)) op->xfers[i].ready = 1;
+  uint32_t held[16];
+  if (sends && nwork && nwork <= 16) {
+    memcpy(held, op->work, sizeof(held[0]) * nwork);
     for (uint32_t i = 0; i < s->nsteps; i++) {
       if (s->steps[i].type != COLLIE_STEP_SEND || !op->xfers[i].ready) continue;
       collie_peer_t *peer = &comm->peers[s->steps[i].peer];
       if (peer->sendq == &op->xfers[i]) peer->tp->progress(comm, peer);
     }
-    memcpy(op->work, held, sizeof(held[0]) * nheld);
-    nwork = nheld;
-  } else {
-    for (uint32_t i = 0; i < s->nsteps; i++)
-      if (op->pending[i] == 0) op->work[nwork++] = i;
+    memcpy(op->work, held, sizeof(held[0]) * nwork);
   }
   run_ready(op, nwork);
   if (s->nsteps == 0) op->steps_done = true;

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
@@ -251,12 +250,6 @@ void collie_shm_notify_others(collie_comm_t *comm) {
     if (li != comm->local_rank) wake_if_sleeping(comm->shm->segs[li]);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* Copying into a slot writes lines the receiver read last. Where both CPUs share a cache
  * that runs at 35 to 45 GB/s here (0.021 to 0.03 ns per byte); where they do not (the VM's
  * slow phases, other sockets) it ran at 2.5 GB/s (0.40 ns/B), and the ring then loses to
@@ -270,17 +263,20 @@ static uint64_t now_ns(void) {
 #define FAR_MAX 16
 #define FAR_REPROBE 16
 
-static void weigh_slot_copy(shm_peer_t *sp, uint64_t ns, uint64_t n) {
+static void weigh_slot_copy(shm_peer_t *sp, int64_t ns, uint64_t n) {
   const bool far = (double)ns > FAR_NS_PER_BYTE * (double)n;
   sp->far_score += far ? 1 : -1;
   if (sp->far_score < 0) sp->far_score = 0;
   if (sp->far_score > FAR_MAX) sp->far_score = FAR_MAX;
 }
 
-/* Whether a message from an ordinary buffer goes by CMA (given cma_ok; see shm_cma.c). */
+/* Whether a message from an ordinary buffer goes by CMA (given cma_ok; see shm_cma.c):
+ * COLLIE_SHM_CMA=2 from COLLIE_CMA_MIN; =1 below COLLIE_CMA_MAX, and above it while the
+ * caches are far. */
 static bool cma_for(const collie_shm_state_t *st, shm_peer_t *sp, uint64_t nbytes) {
-  if (collie_shm_cma_wanted(st, nbytes)) return true;
-  if (st->cma_mode != 1 || nbytes < COLLIE_CMA_MIN || sp->far_score < FAR_AT) return false;
+  if (nbytes < COLLIE_CMA_MIN) return false;
+  if (st->cma_mode == 2 || nbytes < COLLIE_CMA_MAX) return true;
+  if (sp->far_score < FAR_AT) return false;
   if (++sp->far_run >= FAR_REPROBE) {
     sp->far_run = 0;
     return false;
@@ -349,13 +345,10 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       }
       uint64_t n = x->nbytes - x->done;
       if (n > st->slot_size) n = st->slot_size;
-      if (st->cma_ok && st->cma_mode == 1 && n >= FAR_MIN_COPY) {
-        const uint64_t t0 = now_ns();
-        memcpy(slot + 1, x->sbuf + x->done, n);
-        weigh_slot_copy(sp, now_ns() - t0, n);
-      } else if (n) {
-        memcpy(slot + 1, x->sbuf + x->done, n);
-      }
+      const bool weigh = st->cma_ok && st->cma_mode == 1 && n >= FAR_MIN_COPY;
+      const int64_t t0 = weigh ? collie_now_ns() : 0;
+      if (n) memcpy(slot + 1, x->sbuf + x->done, n);
+      if (weigh) weigh_slot_copy(sp, collie_now_ns() - t0, n);
       slot->len = n;
       x->done += n;
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);

@@ -127,19 +127,14 @@ void collie_shm_probe_failed(collie_comm_t *comm, int li, const char *what, cons
 void collie_shm_probe_peers(collie_comm_t *comm);
 void collie_shm_probe_settle(collie_comm_t *comm);
 /* Cross-memory attach (shm_cma.c): single copy of ordinary buffers between processes.
- * A message that collie_shm_cma_wanted() travels as its location only, and the receiver
- * reads it with process_vm_readv. The probe runs beside the one above, in the same
+ * A message that shm.c sends that way (cma_for) travels as its location only, and the
+ * receiver reads it with process_vm_readv. The probe runs beside the one above, in the same
  * phases; cma_ok ends the same on every rank. */
 #define COLLIE_CMA_MIN (64 * 1024)
-#define COLLIE_CMA_MAX (256 * 1024) /* COLLIE_SHM_CMA=1: below this only */
+#define COLLIE_CMA_MAX (256 * 1024) /* COLLIE_SHM_CMA=1: below this, and above while the caches are far */
 void collie_shm_cma_offer(collie_comm_t *comm);
 void collie_shm_cma_probe(collie_comm_t *comm);
 void collie_shm_cma_settle(collie_comm_t *comm);
-/* Whether a message of this size from an ordinary buffer should go by CMA (given cma_ok;
- * reductions never do, see shm.c). */
-static inline bool collie_shm_cma_wanted(const collie_shm_state_t *st, uint64_t nbytes) {
-  return nbytes >= COLLIE_CMA_MIN && (st->cma_mode == 2 || nbytes < COLLIE_CMA_MAX);
-}
 /* Reads x's payload (all of it) from the sender's buffer at loc into x's destination,
  * reducing when x is a receive-reduce (through `bounce`, COLLIE_CMA_BOUNCE bytes). 0, or
  * -1 after failing the communicator with a sentence. */

@@ -66,8 +66,7 @@ extern const collie_transport_t collie_transport_tcp;
 static inline void collie_xfer_deliver(collie_xfer_t *x, uint64_t off, const void *src, size_t len, bool staged) {
   if (!len) return;
   if (x->reduce) x->reduce(x->rbuf + off, x->rsrc + off, src, len / x->elem_size);
-  else if (x->stream && !staged) collie_copy_stream(x->rbuf + off, src, len);
-  else memcpy(x->rbuf + off, src, len);
+  else collie_copy(x->rbuf + off, src, len, x->stream && !staged);
 }
 
 /* Checks a received header against the expected one; on mismatch fails the communicator
