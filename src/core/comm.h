@@ -57,6 +57,7 @@ struct collie_comm {
   uint32_t idle_checks;        /* check_timeout calls since then (the clock is read every 64th) */
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
+  bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */
   uint64_t stream_bytes;       /* COLLIE_STREAM_BYTES (0: never stream) */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
 

@@ -103,7 +103,8 @@ static void choose_wait_policy(collie_comm_t *comm) {
   cpu_set_t set;
   int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
   bool user_spin = strcmp(collie_param_source(COLLIE_P_SPIN), "environment") == 0;
-  if (!user_spin && cores > 0 && comm->nlocal > cores) comm->spin = 0;
+  comm->oversubscribed = cores > 0 && comm->nlocal > cores;
+  if (!user_spin && comm->oversubscribed) comm->spin = 0;
   COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "%d ranks on this host, %d cores: poll %d us, yield %d us, then sleep",
               comm->nlocal, cores, comm->spin, comm->yield);
 }

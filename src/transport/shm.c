@@ -51,8 +51,7 @@ typedef struct {
   uint64_t in_tail, in_head_seen;
   uint64_t acks_wanted; /* single-copy messages sent so far (the head one waits for its ack) */
   char *cma_bounce;     /* receive-reduce by CMA: the piece read, allocated on first use */
-  int far_score;        /* sending: recent slot copies that ran slow (the caches are far) */
-  int far_run;          /* sending: large messages sent by CMA since one went by the ring */
+  uint32_t cma_turn;    /* sending: large messages weighed between the ring and CMA */
 } shm_peer_t;
 
 static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
@@ -250,40 +249,6 @@ void collie_shm_notify_others(collie_comm_t *comm) {
     if (li != comm->local_rank) wake_if_sleeping(comm->shm->segs[li]);
 }
 
-/* Copying into a slot writes lines the receiver read last. Where both CPUs share a cache
- * that runs at 35 to 45 GB/s here (0.021 to 0.03 ns per byte); where they do not (the VM's
- * slow phases, other sockets) it ran at 2.5 GB/s (0.40 ns/B), and the ring then loses to
- * CMA three to five times over. A slot copy slower than FAR_NS_PER_BYTE (above a copy from
- * memory, 0.08 to 0.12) counts one up, a faster one one down (0..FAR_MAX); from a score of
- * FAR_AT large messages go by CMA, and every FAR_REPROBE-th of them by the ring, to see
- * whether the caches came back. A cold start (first touches) stays below FAR_AT. */
-#define FAR_NS_PER_BYTE 0.25
-#define FAR_MIN_COPY (16 * 1024)
-#define FAR_AT 12
-#define FAR_MAX 16
-#define FAR_REPROBE 16
-
-static void weigh_slot_copy(shm_peer_t *sp, int64_t ns, uint64_t n) {
-  const bool far = (double)ns > FAR_NS_PER_BYTE * (double)n;
-  sp->far_score += far ? 1 : -1;
-  if (sp->far_score < 0) sp->far_score = 0;
-  if (sp->far_score > FAR_MAX) sp->far_score = FAR_MAX;
-}
-
-/* Whether a message from an ordinary buffer goes by CMA (given cma_ok; see shm_cma.c):
- * COLLIE_SHM_CMA=2 from COLLIE_CMA_MIN; =1 below COLLIE_CMA_MAX, and above it while the
- * caches are far. */
-static bool cma_for(const collie_shm_state_t *st, shm_peer_t *sp, uint64_t nbytes) {
-  if (nbytes < COLLIE_CMA_MIN) return false;
-  if (st->cma_mode == 2 || nbytes < COLLIE_CMA_MAX) return true;
-  if (sp->far_score < FAR_AT) return false;
-  if (++sp->far_run >= FAR_REPROBE) {
-    sp->far_run = 0;
-    return false;
-  }
-  return true;
-}
-
 static bool reduces(int c) {
   return c == COLLIE_COLL_ALLREDUCE || c == COLLIE_COLL_REDUCE || c == COLLIE_COLL_REDUCE_SCATTER ||
          c == COLLIE_COLL_REDUCE_SCATTERV;
@@ -299,7 +264,7 @@ static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x,
     /* An ordinary buffer: by CMA, where that was measured cheaper (shm_cma.c); not for
      * reductions, whose pipelines stall while each send waits for its read to end (2 ranks,
      * 512 KiB allreduce 81 us against 38 through the ring). */
-    if (!st->cma_ok || reduces(x->hdr.coll) || !cma_for(st, sp, x->nbytes)) return false;
+    if (reduces(x->hdr.coll) || !collie_shm_cma_wanted(comm, sp->peer_hdr, x->nbytes, &sp->cma_turn)) return false;
     memset(&loc, 0, sizeof(loc));
     loc.kind = COLLIE_BUFLOC_CMA;
     loc.pid = (int32_t)getpid();
@@ -345,10 +310,9 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       }
       uint64_t n = x->nbytes - x->done;
       if (n > st->slot_size) n = st->slot_size;
-      const bool weigh = st->cma_ok && st->cma_mode == 1 && n >= FAR_MIN_COPY;
-      const int64_t t0 = weigh ? collie_now_ns() : 0;
+      const int64_t t0 = collie_shm_cost_start(st, COLLIE_COST_IN, x->nbytes >= COLLIE_CMA_MAX);
       if (n) memcpy(slot + 1, x->sbuf + x->done, n);
-      if (weigh) weigh_slot_copy(sp, collie_now_ns() - t0, n);
+      collie_shm_cost_note(st, COLLIE_COST_IN, t0, n);
       slot->len = n;
       x->done += n;
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);
@@ -366,7 +330,10 @@ static int read_by_cma(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp,
     collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false, "rank %d: out of memory", comm->rank);
     return -1;
   }
-  return collie_shm_cma_read(comm, peer->rank, x, loc, sp->cma_bounce);
+  const int64_t t0 = x->reduce ? 0 : collie_shm_cost_start(comm->shm, COLLIE_COST_CMA, x->nbytes >= COLLIE_CMA_MAX);
+  if (collie_shm_cma_read(comm, peer->rank, x, loc, sp->cma_bounce) < 0) return -1;
+  collie_shm_cost_note(comm->shm, COLLIE_COST_CMA, t0, x->nbytes);
+  return 0;
 }
 
 static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
@@ -417,7 +384,9 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
                        comm->rank, (unsigned long long)n, collie_peer_desc(comm, peer->rank, pd, sizeof(pd)));
       return -1;
     }
+    const int64_t t0 = x->reduce ? 0 : collie_shm_cost_start(st, COLLIE_COST_OUT, x->nbytes >= COLLIE_CMA_MAX);
     collie_xfer_deliver(x, x->done, slot + 1, n, true);
+    collie_shm_cost_note(st, COLLIE_COST_OUT, t0, n);
     x->done += n;
     atomic_store_explicit(&sp->in_ctl->tail, ++sp->in_tail, memory_order_release);
     moved = 1;

@@ -2,17 +2,12 @@
  * travels as its location, and the receiver reads it from the sender's ordinary (malloc)
  * buffer with process_vm_readv: one copy instead of two through the ring.
  *
- * Which sizes (COLLIE_SHM_CMA, docs/tuning.md), measured on 2 ranks of this machine kind,
- * all-to-all, ring against CMA, in both of the VM's states:
- *   - the vCPUs share an L3 (bench/exchange_probe 33 to 70 us): 64 KiB messages 19.6
- *     against 7.9 us, 128 KiB 23.8 against 15.0; 256 KiB 22.1 against 27.1, 512 KiB 37
- *     against 55, 32 MiB 7.4 against 9.3 ms: CMA below 256 KiB only (the default);
- *   - they do not (exchange_probe 270 to 320 us, as across sockets): 128 KiB 94 against
- *     21 us, 512 KiB 339 against 69, 32 MiB 22 against 8.0 ms: CMA from 64 KiB
- *     (COLLIE_SHM_CMA=2, or by default while the sender's copies into the ring show that
- *     state: shm.c, weigh_slot_copy).
- * The ring wins large messages on a shared L3 because its second copy reads lines still
- * in that cache, while CMA pins the sender's pages and copies from memory.
+ * Which sizes (COLLIE_SHM_CMA, docs/tuning.md): from 64 KiB up to 256 KiB always (2 ranks,
+ * all-to-all, 64 KiB messages 19.6 us through the ring against 7.9, 128 KiB 23.8 against
+ * 15.0); larger ones where the copy costs measured say so (shm_cost.c): the ring wins on
+ * vCPUs that share a large L3, whose second copy reads lines still in that cache while CMA
+ * pins the sender's pages and copies from memory, and loses where copies between the
+ * cores are slow (other machines, or that VM's slow phases).
  *
  * Linux allows the read when the reader may ptrace the target: same user, and with Yama's
  * ptrace_scope 1 only a declared tracer, hence prctl(PR_SET_PTRACER). A probe at creation
@@ -77,7 +72,9 @@ void collie_shm_cma_settle(collie_comm_t *comm) {
     if (!st->segs[li] || !atomic_load(&((collie_shm_seg_hdr_t *)st->segs[li])->cma_peers)) ok = false;
   st->cma_ok = ok;
   if (ok && st->cma_mode == 1)
-    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "process_vm_readv on for messages of %d to %d KiB",
+    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank,
+                "process_vm_readv on for messages of %d to %d KiB, and larger ones where it measures cheaper than "
+                "the ring",
                 COLLIE_CMA_MIN / 1024, COLLIE_CMA_MAX / 1024);
   else if (ok)
     COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "process_vm_readv on for messages of %d KiB and more",
@@ -125,4 +122,18 @@ int collie_shm_cma_read(collie_comm_t *comm, int peer, collie_xfer_t *x, const c
     collie_xfer_deliver(x, off, bounce, len, true);
   }
   return 0;
+}
+
+void collie_shm_cma_locate(const void *p, size_t len, collie_shm_bufloc_t *loc) {
+  memset(loc, 0, sizeof(*loc));
+  loc->kind = COLLIE_BUFLOC_CMA;
+  loc->pid = (int32_t)getpid();
+  loc->addr = (uint64_t)(uintptr_t)p;
+  loc->len = len;
+}
+
+int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
+                        size_t len) {
+  int e = read_all((pid_t)loc->pid, dst, loc->addr + off, len);
+  return e ? read_fail(comm, peer, len, e > 0 ? e : 0) : 0;
 }

@@ -35,8 +35,39 @@ static size_t needed(const collie_comm_t *comm, const collie_op_t *op, int r, in
   }
 }
 
+/* Collectives whose single-copy path only reads the others' buffers: those may be ordinary
+ * memory read with process_vm_readv (CMA). The others write peers' receive buffers. */
+static bool reads_only(collie_coll_t c) {
+  return c == COLLIE_COLL_ALLGATHER || c == COLLIE_COLL_ALLTOALL || c == COLLIE_COLL_BROADCAST;
+}
+
+/* Whether op may read ordinary buffers by CMA: all-to-all, and with COLLIE_SHM_CMA=2 also
+ * all-gather and broadcast. Those two measured level or worse by CMA on 4 ranks of 2
+ * cores (Intel VM, median of 3: broadcast 256 KiB 3.6 against 5.4 GB/s busbw, 64 MiB
+ * 2.25 against 2.63, three readers pinning the root's pages at once; all-gather within
+ * 10% either way), so by default they stage. The same answer on every rank. */
+static bool cma_collective(const collie_comm_t *comm, const collie_op_t *op) {
+  const collie_shm_state_t *st = comm->shm;
+  if (!st->cma_ok) return false;
+  return op->coll == COLLIE_COLL_ALLTOALL || (st->cma_mode == 2 && reads_only(op->coll));
+}
+
+/* This rank's vote for reading ordinary buffers by CMA in op. It is published with its
+ * buffer locations: every rank sees every vote, and any vote against stages the operation.
+ * Where the ranks outnumber the cores, each staged round is a synchronisation of all ranks,
+ * paid in context switches, and reading by CMA needs two: 4 ranks on 2 cores (Intel VM,
+ * all-to-all, median of 3) 1 MiB 2.51 against 1.97 GB/s busbw, 4 MiB 2.04 against 1.51,
+ * 64 MiB 1.60 against 1.36. Elsewhere the costs this rank measured decide
+ * (transport/shm_cost.c), as for large messages, at every size from 64 KiB. */
+static bool by_cma(collie_comm_t *comm, const collie_op_t *op) {
+  if (!cma_collective(comm, op) || op->nat_count * op->nat_esz < COLLIE_CMA_MIN) return false;
+  if (comm->shm->cma_mode == 2 || comm->oversubscribed) return true;
+  return collie_shm_cma_weighed(comm, NULL, &comm->shm->native_turn);
+}
+
 bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
-  if (!comm->shm->direct_ok) return false; /* COLLIE_SHM_DIRECT=0, or the probe failed */
+  /* COLLIE_SHM_DIRECT=0 or the probe failed, and CMA does not serve this collective */
+  if (!comm->shm->direct_ok && !cma_collective(comm, op)) return false;
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -53,7 +84,9 @@ bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   bool reachable = true;
   for (int w = SEND; w <= RECV; w++) {
     size_t len = needed(comm, op, comm->rank, w);
-    collie_shm_locate(comm, op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV], len, &loc[w]);
+    void *p = op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV];
+    if (!collie_shm_locate(comm, p, len, &loc[w]) && len && w == SEND && by_cma(comm, op))
+      collie_shm_cma_locate(p, len, &loc[w]);
     if (len && loc[w].kind == COLLIE_BUFLOC_NONE) reachable = false;
   }
   return reachable;
@@ -65,33 +98,65 @@ bool collie_direct_agreed(collie_comm_t *comm, const collie_op_t *op, uint64_t g
       const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[g & 1][w];
       if (needed(comm, op, r, w) && loc->kind == COLLIE_BUFLOC_NONE) return false;
       if (loc->kind == COLLIE_BUFLOC_ADDR && !comm->shm->one_process) return false;
+      if (loc->kind == COLLIE_BUFLOC_CMA && (w != SEND || !reads_only(op->coll))) return false;
     }
   return true;
 }
 
-/* Rank r's buffer w, as this rank may use it (its own: the op's pointer). */
-static char *buffer(collie_comm_t *comm, collie_op_t *op, int r, int w, uint64_t g) {
+/* Rank r's buffer w, as this rank may use it (its own: the op's pointer). A buffer read
+ * by CMA has no local address: its location (cma[r]) is read instead. */
+static char *buffer(collie_comm_t *comm, collie_op_t *op, int r, int w, uint64_t g,
+                    const collie_shm_bufloc_t **cma) {
   if (r == comm->rank) return op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV];
-  return collie_shm_peer_buffer(comm, r, &shm_area_of(comm, r)->loc[g & 1][w]);
+  const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[g & 1][w];
+  if (loc->kind == COLLIE_BUFLOC_CMA) {
+    *cma = loc;
+    return NULL;
+  }
+  return collie_shm_peer_buffer(comm, r, loc);
+}
+
+/* n bytes at offset off of rank r's send buffer into dst: a copy, or a CMA read. */
+static int get(collie_comm_t *comm, collie_op_t *op, char *dst, char *const *send,
+               const collie_shm_bufloc_t *const *cma, int r, size_t off, size_t n) {
+  if (cma[r]) {
+    const int64_t t0 = collie_shm_cost_start(comm->shm, COLLIE_COST_CMA, true);
+    if (collie_shm_cma_copy(comm, r, dst, cma[r], off, n) < 0) return -1;
+    collie_shm_cost_note(comm->shm, COLLIE_COST_CMA, t0, n);
+    return 0;
+  }
+  shm_put(op, dst, send[r] + off, n, false);
+  return 0;
 }
 
 int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   const int me = comm->rank, n = comm->nranks, root = op->root;
   const size_t e = op->nat_esz, c = op->nat_count, v = c * e;
   char *send[n], *recv[n]; /* n is the rank count of one host: small */
+  const collie_shm_bufloc_t *cma[n];
   for (int r = 0; r < n; r++) {
-    send[r] = needed(comm, op, r, SEND) || r == me ? buffer(comm, op, r, SEND, g) : NULL;
-    recv[r] = needed(comm, op, r, RECV) || r == me ? buffer(comm, op, r, RECV, g) : NULL;
-    if ((needed(comm, op, r, SEND) && !send[r]) || (needed(comm, op, r, RECV) && !recv[r])) return -1;
+    cma[r] = NULL;
+    send[r] = needed(comm, op, r, SEND) || r == me ? buffer(comm, op, r, SEND, g, &cma[r]) : NULL;
+    recv[r] = needed(comm, op, r, RECV) || r == me ? buffer(comm, op, r, RECV, g, &cma[r]) : NULL;
+    if ((needed(comm, op, r, SEND) && !send[r] && !cma[r]) || (needed(comm, op, r, RECV) && !recv[r])) return -1;
   }
   switch (op->coll) {
     case COLLIE_COLL_ALLGATHER:
-      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r], v, false);
+      /* Starting at this rank: the ranks read different peers at once. */
+      for (int i = 0; i < n; i++) {
+        const int r = (me + i) % n;
+        if (get(comm, op, recv[me] + (size_t)r * v, send, cma, r, 0, v) < 0) return -1;
+      }
       break;
     case COLLIE_COLL_ALLTOALL:
-      for (int r = 0; r < n; r++) shm_put(op, recv[me] + (size_t)r * v, send[r] + (size_t)me * v, v, false);
+      for (int i = 0; i < n; i++) {
+        const int r = (me + i) % n;
+        if (get(comm, op, recv[me] + (size_t)r * v, send, cma, r, (size_t)me * v, v) < 0) return -1;
+      }
       break;
-    case COLLIE_COLL_BROADCAST: shm_put(op, recv[me], send[root], v, false); break;
+    case COLLIE_COLL_BROADCAST:
+      if (get(comm, op, recv[me], send, cma, root, 0, v) < 0) return -1;
+      break;
     case COLLIE_COLL_REDUCE_SCATTER: {
       const size_t piece = DIRECT_PIECE_BYTES / e;
       for (size_t lo = 0; lo < c; lo += piece) {

@@ -83,12 +83,20 @@ static bool fills(const collie_op_t *op, int rank) {
   return true;
 }
 
+/* Starts timing a copy into or out of the staging area, for the choice between staging
+ * and CMA reads (transport/shm_cost.c): in all-to-all, which may read ordinary buffers by
+ * CMA; 0 when not timed. */
+static int64_t cost_start(collie_comm_t *comm, const collie_op_t *op, int what) {
+  return collie_shm_cost_start(comm->shm, what, op->nat_may_direct && op->coll == COLLIE_COLL_ALLTOALL);
+}
+
 static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   size_t lo, len;
   round_range(op, k, &lo, &len);
   char *mine = staged(comm, op, comm->rank, g);
   const char *send = op->bufs[COLLIE_BUF_SEND];
+  const int64_t t0 = cost_start(comm, op, COLLIE_COST_IN);
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -112,6 +120,8 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
       break;
     default: break;
   }
+  const int others = op->coll == COLLIE_COLL_ALLTOALL ? comm->nranks - 1 : 1;
+  collie_shm_cost_note(comm->shm, COLLIE_COST_IN, t0, (size_t)others * len * e);
 }
 
 /* Every rank's staged buffer of round g, offset by `off` bytes, with this rank's own
@@ -143,6 +153,7 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
   round_range(op, k, &lo, &len);
   char *recv = op->bufs[COLLIE_BUF_RECV];
   const char *send = op->bufs[COLLIE_BUF_SEND];
+  const int64_t t0 = cost_start(comm, op, COLLIE_COST_OUT); /* own block included: a small error */
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -187,6 +198,8 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       break;
     default: break;
   }
+  const int others = op->coll == COLLIE_COLL_BROADCAST ? 1 : n - 1;
+  collie_shm_cost_note(comm->shm, COLLIE_COST_OUT, t0, (size_t)others * len * e);
 }
 
 /* Large reductions: each rank reduces a slice (combine) before everyone copies (drain). */
