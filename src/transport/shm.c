@@ -265,11 +265,7 @@ static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x,
      * reductions, whose pipelines stall while each send waits for its read to end (2 ranks,
      * 512 KiB allreduce 81 us against 38 through the ring). */
     if (reduces(x->hdr.coll) || !collie_shm_cma_wanted(comm, sp->peer_hdr, x->nbytes, &sp->cma_turn)) return false;
-    memset(&loc, 0, sizeof(loc));
-    loc.kind = COLLIE_BUFLOC_CMA;
-    loc.pid = (int32_t)getpid();
-    loc.addr = (uint64_t)(uintptr_t)x->sbuf;
-    loc.len = x->nbytes;
+    collie_shm_cma_locate(x->sbuf, x->nbytes, &loc);
   }
   slot->hdr = x->hdr;
   slot->hdr.flags |= FLAG_SINGLE_COPY;
@@ -330,10 +326,7 @@ static int read_by_cma(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp,
     collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false, "rank %d: out of memory", comm->rank);
     return -1;
   }
-  const int64_t t0 = x->reduce ? 0 : collie_shm_cost_start(comm->shm, COLLIE_COST_CMA, x->nbytes >= COLLIE_CMA_MAX);
-  if (collie_shm_cma_read(comm, peer->rank, x, loc, sp->cma_bounce) < 0) return -1;
-  collie_shm_cost_note(comm->shm, COLLIE_COST_CMA, t0, x->nbytes);
-  return 0;
+  return collie_shm_cma_read(comm, peer->rank, x, loc, sp->cma_bounce);
 }
 
 static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {

@@ -15,6 +15,10 @@
 #include "core/comm.h"
 #include "transport/wire.h"
 
+/* The costs shm_cost.c weighs: a copy into the ring (or the collectives' staging area), a
+ * copy out of it, a CMA read. */
+enum { COLLIE_COST_IN, COLLIE_COST_OUT, COLLIE_COST_CMA, COLLIE_COST_KINDS };
+
 typedef struct {
   _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
   char pad0[60];
@@ -32,10 +36,10 @@ typedef struct {
   int32_t cma_pid;
   uint32_t cma_pad;
   uint64_t cma_addr;
-  /* What the owner measured as a receiver, picoseconds per byte (shm_cost.c): its copies
-   * out of the ring and its CMA reads; 0 until measured. */
-  _Atomic uint32_t cost_out_ps, cost_cma_ps;
-  char pad2[48];
+  /* The owner's measured copy costs, picoseconds per byte (shm_cost.c, COLLIE_COST_*; 0
+   * until measured): senders to it read its copies out of the ring and its CMA reads. */
+  _Atomic uint32_t cost_ps[COLLIE_COST_KINDS];
+  char pad2[44];
 } collie_shm_seg_hdr_t;
 _Static_assert(sizeof(collie_shm_seg_hdr_t) == 256, "the header keeps its size");
 
@@ -97,10 +101,6 @@ typedef struct {
 } collie_shm_area_t;
 _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start on a cache line");
 
-/* The costs shm_cost.c weighs: a copy into the ring (or the collectives' staging area), a
- * copy out of it, a CMA read. */
-enum { COLLIE_COST_IN, COLLIE_COST_OUT, COLLIE_COST_CMA };
-
 typedef struct collie_shm_state {
   collie_shm_seg_hdr_t *mine;
   size_t seg_bytes;
@@ -115,9 +115,9 @@ typedef struct collie_shm_state {
   bool cma_ok;      /* every local rank can read every other with process_vm_readv */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 from 64 to 256 KiB and where cheaper, 2 from 64 KiB */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
-  uint32_t cost_ps[3];   /* shm_cost.c: this rank's measured copy costs (COLLIE_COST_*) */
+  uint32_t cost_ps[COLLIE_COST_KINDS];   /* shm_cost.c: this rank's measured copy costs */
   uint32_t native_turn;  /* shm_cost.c: the shared-memory collectives' CMA decisions so far */
-  uint32_t cost_tick[3]; /* shm_cost.c: copies of each kind, for sampling */
+  uint32_t cost_tick[COLLIE_COST_KINDS]; /* shm_cost.c: copies of each kind, for sampling */
   void *probe;      /* this rank's probe page, until the ranks have agreed */
   struct collie_shm_peer_map *maps; /* peers' collie_mem_alloc allocations mapped here */
   int nmaps, maps_cap;
@@ -145,8 +145,8 @@ void collie_shm_probe_settle(collie_comm_t *comm);
 void collie_shm_cma_offer(collie_comm_t *comm);
 void collie_shm_cma_probe(collie_comm_t *comm);
 void collie_shm_cma_settle(collie_comm_t *comm);
-/* Large messages: the ring or CMA, whichever this machine makes cheaper (shm_cost.c). */
-/* Timing a copy of kind `what` that belongs to a message (or a collective) whose way is
+/* Large messages: the ring or CMA, whichever this machine makes cheaper (shm_cost.c).
+ * Timing a copy of kind `what` that belongs to a message (or a collective) whose way is
  * `weighed` below: start returns 0 when this one is not timed (not weighed, or another
  * copy is the sample); note folds the n bytes copied since a nonzero t0 into this rank's
  * average. */
@@ -156,23 +156,25 @@ void collie_shm_cost_note(collie_shm_state_t *st, int what, int64_t t0, size_t n
  * COLLIE_CMA_MIN; =1 below COLLIE_CMA_MAX, and above it when the costs measured (the
  * receiver's published ones where rx is its header, else this rank's) say so. *turn
  * counts the decisions, one in 16 of which goes the other way. */
-bool collie_shm_cma_wanted(collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint64_t nbytes, uint32_t *turn);
+bool collie_shm_cma_wanted(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint64_t nbytes,
+                           uint32_t *turn);
 /* The weighing alone, at any size (the shared-memory collectives decide sizes themselves). */
 bool collie_shm_cma_weighed(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint32_t *turn);
 /* Reads x's payload (all of it) from the sender's buffer at loc into x's destination,
  * reducing when x is a receive-reduce (through `bounce`, COLLIE_CMA_BOUNCE bytes). 0, or
- * -1 after failing the communicator with a sentence. */
+ * -1 after failing the communicator with a sentence. A plain read of a large message is
+ * timed for the weighing above. */
 #define COLLIE_CMA_BOUNCE (64 * 1024)
 struct collie_xfer;
 int collie_shm_cma_read(collie_comm_t *comm, int peer, struct collie_xfer *x, const collie_shm_bufloc_t *loc,
                         char *bounce);
-/* The shared-memory collectives' single-copy path over ordinary buffers
- * (algo/native/shm_direct.c): describes [p, p+len) of this process as a CMA location, and
- * reads len bytes at offset off of a peer's such location into dst (0, or -1 after failing
- * the communicator with a sentence). */
+/* Describes [p, p+len) of this process as a CMA location (a message's, or a buffer the
+ * shared-memory collectives publish: algo/native/shm_direct.c). */
 void collie_shm_cma_locate(const void *p, size_t len, collie_shm_bufloc_t *loc);
+/* Reads len bytes at offset off of a peer's CMA location into dst, timed for the weighing
+ * above when `weighed`: 0, or -1 after failing the communicator with a sentence. */
 int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
-                        size_t len);
+                        size_t len, bool weighed);
 
 /* Describes [p, p+len) for the other local ranks; false (kind NONE) when they cannot reach
  * it: not collie_mem_alloc memory, and the ranks are not threads of one process. */

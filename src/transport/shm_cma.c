@@ -107,12 +107,18 @@ static int read_all(pid_t pid, char *dst, uint64_t addr, size_t len) {
   return 0;
 }
 
+int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
+                        size_t len, bool weighed) {
+  const int64_t t0 = collie_shm_cost_start(comm->shm, COLLIE_COST_CMA, weighed);
+  int e = read_all((pid_t)loc->pid, dst, loc->addr + off, len);
+  if (e) return read_fail(comm, peer, len, e > 0 ? e : 0);
+  collie_shm_cost_note(comm->shm, COLLIE_COST_CMA, t0, len);
+  return 0;
+}
+
 int collie_shm_cma_read(collie_comm_t *comm, int peer, collie_xfer_t *x, const collie_shm_bufloc_t *loc, char *bounce) {
   const pid_t pid = (pid_t)loc->pid;
-  if (!x->reduce) {
-    int e = read_all(pid, x->rbuf, loc->addr, x->nbytes);
-    return e ? read_fail(comm, peer, x->nbytes, e > 0 ? e : 0) : 0;
-  }
+  if (!x->reduce) return collie_shm_cma_copy(comm, peer, x->rbuf, loc, 0, x->nbytes, x->nbytes >= COLLIE_CMA_MAX);
   /* Receive-reduce: a cache-sized piece at a time, reduced while it is hot. The bounce
    * size is a multiple of every element size. */
   for (uint64_t off = 0; off < x->nbytes; off += COLLIE_CMA_BOUNCE) {
@@ -130,10 +136,4 @@ void collie_shm_cma_locate(const void *p, size_t len, collie_shm_bufloc_t *loc) 
   loc->pid = (int32_t)getpid();
   loc->addr = (uint64_t)(uintptr_t)p;
   loc->len = len;
-}
-
-int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
-                        size_t len) {
-  int e = read_all((pid_t)loc->pid, dst, loc->addr + off, len);
-  return e ? read_fail(comm, peer, len, e > 0 ? e : 0) : 0;
 }

@@ -11,9 +11,9 @@
  * So each rank measures both ways as it uses them and takes the cheaper. Every copy of
  * COST_MIN_COPY bytes or more that belongs to a large message is timed and folded into
  * a moving average: the sender's copies into slots or the collectives' staging area
- * (`in`), the receiver's copies out (`out`) and its CMA reads (`cma`). A receiver
- * publishes its `out` and `cma` in its segment header, so that a sender weighs the costs
- * its receiver sees. One decision in EXPLORE_EVERY goes the other way, so that the
+ * (`in`), the receiver's copies out (`out`) and its CMA reads (`cma`). Each rank
+ * publishes its averages in its segment header, so that a sender weighs the copies out
+ * and reads its receiver sees. One decision in EXPLORE_EVERY goes the other way, so that the
  * average of the way not taken follows the machine too.
  *
  * Copies are timed in the thread's CPU time, not wall time: ranks that outnumber the
@@ -32,10 +32,6 @@
 /* CMA is taken only when it is this much cheaper than the two copies: on a tie the ring
  * keeps the result in cache and costs no system call. */
 #define CMA_MARGIN 1.15
-
-static _Atomic uint32_t *published(collie_shm_state_t *st, int what) {
-  return what == COLLIE_COST_OUT ? &st->mine->cost_out_ps : what == COLLIE_COST_CMA ? &st->mine->cost_cma_ps : NULL;
-}
 
 static int64_t cpu_ns(void) {
   struct timespec t;
@@ -58,15 +54,12 @@ void collie_shm_cost_note(collie_shm_state_t *st, int what, int64_t t0, size_t n
   uint32_t *avg = &st->cost_ps[what];
   *avg = *avg ? (uint32_t)((7.0 * *avg + ps) / 8.0) : (uint32_t)ps;
   if (!*avg) *avg = 1; /* 0 means "not measured" */
-  _Atomic uint32_t *pub = published(st, what);
-  if (pub) atomic_store_explicit(pub, *avg, memory_order_relaxed);
+  atomic_store_explicit(&st->mine->cost_ps[what], *avg, memory_order_relaxed);
 }
 
 /* A receiver's published cost, or this rank's own when it has none. */
 static double cost_of(const collie_shm_state_t *st, const collie_shm_seg_hdr_t *rx, int what) {
-  uint32_t v = 0;
-  if (rx && what == COLLIE_COST_OUT) v = atomic_load_explicit(&rx->cost_out_ps, memory_order_relaxed);
-  if (rx && what == COLLIE_COST_CMA) v = atomic_load_explicit(&rx->cost_cma_ps, memory_order_relaxed);
+  const uint32_t v = rx ? atomic_load_explicit(&rx->cost_ps[what], memory_order_relaxed) : 0;
   return v ? v : st->cost_ps[what];
 }
 
@@ -86,7 +79,8 @@ bool collie_shm_cma_weighed(const collie_comm_t *comm, const collie_shm_seg_hdr_
   return ++*turn % EXPLORE_EVERY == 0 ? !cheaper : cheaper;
 }
 
-bool collie_shm_cma_wanted(collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint64_t nbytes, uint32_t *turn) {
+bool collie_shm_cma_wanted(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint64_t nbytes,
+                           uint32_t *turn) {
   const collie_shm_state_t *st = comm->shm;
   if (!st->cma_ok || nbytes < COLLIE_CMA_MIN) return false;
   if (st->cma_mode == 2 || nbytes < COLLIE_CMA_MAX) return true;

@@ -119,12 +119,7 @@ static char *buffer(collie_comm_t *comm, collie_op_t *op, int r, int w, uint64_t
 /* n bytes at offset off of rank r's send buffer into dst: a copy, or a CMA read. */
 static int get(collie_comm_t *comm, collie_op_t *op, char *dst, char *const *send,
                const collie_shm_bufloc_t *const *cma, int r, size_t off, size_t n) {
-  if (cma[r]) {
-    const int64_t t0 = collie_shm_cost_start(comm->shm, COLLIE_COST_CMA, true);
-    if (collie_shm_cma_copy(comm, r, dst, cma[r], off, n) < 0) return -1;
-    collie_shm_cost_note(comm->shm, COLLIE_COST_CMA, t0, n);
-    return 0;
-  }
+  if (cma[r]) return collie_shm_cma_copy(comm, r, dst, cma[r], off, n, true);
   shm_put(op, dst, send[r] + off, n, false);
   return 0;
 }

@@ -83,11 +83,10 @@ static bool fills(const collie_op_t *op, int rank) {
   return true;
 }
 
-/* Starts timing a copy into or out of the staging area, for the choice between staging
- * and CMA reads (transport/shm_cost.c): in all-to-all, which may read ordinary buffers by
- * CMA; 0 when not timed. */
+/* Starts timing all-to-all's copies into or out of the staging area, for its choice
+ * between staging and CMA reads (transport/shm_cost.c); 0 when not timed. */
 static int64_t cost_start(collie_comm_t *comm, const collie_op_t *op, int what) {
-  return collie_shm_cost_start(comm->shm, what, op->nat_may_direct && op->coll == COLLIE_COLL_ALLTOALL);
+  return collie_shm_cost_start(comm->shm, what, op->nat_may_direct);
 }
 
 static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
@@ -96,7 +95,6 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   round_range(op, k, &lo, &len);
   char *mine = staged(comm, op, comm->rank, g);
   const char *send = op->bufs[COLLIE_BUF_SEND];
-  const int64_t t0 = cost_start(comm, op, COLLIE_COST_IN);
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -112,16 +110,17 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
     case COLLIE_COLL_BROADCAST:
     case COLLIE_COLL_ALLGATHER: memcpy(mine, send + lo * e, len * e); break;
     case COLLIE_COLL_REDUCE_SCATTER:
-    case COLLIE_COLL_ALLTOALL:
+    case COLLIE_COLL_ALLTOALL: {
       /* Every block but this rank's own, which it reads from its send buffer. */
+      const int64_t t0 = op->coll == COLLIE_COLL_ALLTOALL ? cost_start(comm, op, COLLIE_COST_IN) : 0;
       for (int j = 0; j < comm->nranks; j++)
         if (j != comm->rank)
           memcpy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e);
+      collie_shm_cost_note(comm->shm, COLLIE_COST_IN, t0, (size_t)(comm->nranks - 1) * len * e);
       break;
+    }
     default: break;
   }
-  const int others = op->coll == COLLIE_COLL_ALLTOALL ? comm->nranks - 1 : 1;
-  collie_shm_cost_note(comm->shm, COLLIE_COST_IN, t0, (size_t)others * len * e);
 }
 
 /* Every rank's staged buffer of round g, offset by `off` bytes, with this rank's own
@@ -153,7 +152,6 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
   round_range(op, k, &lo, &len);
   char *recv = op->bufs[COLLIE_BUF_RECV];
   const char *send = op->bufs[COLLIE_BUF_SEND];
-  const int64_t t0 = cost_start(comm, op, COLLIE_COST_OUT); /* own block included: a small error */
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -188,18 +186,20 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       shm_fold(comm, op, recv + lo * e, src, me, 0, len);
       break;
     }
-    case COLLIE_COLL_ALLTOALL:
-      for (int j = 0; j < n; j++) {
-        char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
-        const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
-                                  : staged(comm, op, j, g) + (size_t)me * op->nat_piece * e;
-        shm_put(op, dst, src, len * e, j != me);
-      }
+    case COLLIE_COLL_ALLTOALL: {
+      /* The own block first, from the send buffer; then the timed copies out of staging. */
+      const size_t own = ((size_t)me * op->nat_count + lo) * e;
+      shm_put(op, recv + own, send + own, len * e, false);
+      const int64_t t0 = cost_start(comm, op, COLLIE_COST_OUT);
+      for (int j = 0; j < n; j++)
+        if (j != me)
+          shm_put(op, recv + ((size_t)j * op->nat_count + lo) * e,
+                  staged(comm, op, j, g) + (size_t)me * op->nat_piece * e, len * e, true);
+      collie_shm_cost_note(comm->shm, COLLIE_COST_OUT, t0, (size_t)(n - 1) * len * e);
       break;
+    }
     default: break;
   }
-  const int others = op->coll == COLLIE_COLL_BROADCAST ? 1 : n - 1;
-  collie_shm_cost_note(comm->shm, COLLIE_COST_OUT, t0, (size_t)others * len * e);
 }
 
 /* Large reductions: each rank reduces a slice (combine) before everyone copies (drain). */
