@@ -3,7 +3,10 @@
  * two blocks, copy their own block send -> receive, stage the block for the peer into a
  * shared buffer in chunks, and copy the peer's staged chunks into their receive buffer.
  * That is the least any copy-in / copy-out scheme does (three copies of a block per
- * core); no protocol, no checks. Prints the best time per exchange for a few chunk sizes.
+ * core); no protocol, no checks. Prints the best time per exchange for a few chunk sizes,
+ * then the same three copies by one thread on one CPU: the ratio of the two tells how much
+ * copying between the CPUs costs on this machine at this moment (bench/compare/run.py
+ * waits on it before each round).
  *   exchange_probe [KiB per block]   (default 512: a 1 MiB all-to-all on 2 ranks) */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -81,6 +84,30 @@ static void *rank_main(void *arg) {
   return NULL;
 }
 
+/* The three copies of an exchange, on one CPU: nothing crosses between caches. */
+static double local_copies(void) {
+  char *send = aligned_alloc(4096, 2 * block), *recv = aligned_alloc(4096, 2 * block);
+  char *stage = aligned_alloc(4096, block);
+  if (!send || !recv || !stage) return 0;
+  memset(send, 1, 2 * block);
+  memset(recv, 0, 2 * block);
+  memset(stage, 0, block);
+  pin(0);
+  double b = 1e9;
+  for (int it = 0; it < WARMUP + ITERS; it++) {
+    double t0 = now();
+    memcpy(recv, send, block);
+    memcpy(stage, send + block, block);
+    memcpy(recv + block, stage, block);
+    double t = now() - t0;
+    if (it >= WARMUP && t < b) b = t;
+  }
+  free(send);
+  free(recv);
+  free(stage);
+  return b;
+}
+
 int main(int argc, char **argv) {
   block = (size_t)(argc > 1 ? atoi(argv[1]) : 512) << 10;
   static const size_t chunks_kib[] = {64, 128, 256, 512};
@@ -102,5 +129,6 @@ int main(int argc, char **argv) {
            nchunks_in_flight, (best[0] > best[1] ? best[0] : best[1]) * 1e6);
     for (int i = 0; i < 2; i++) free(staging[i]);
   }
+  printf("the same three copies on one CPU: best %.1f us\n", local_copies() * 1e6);
   return 0;
 }
