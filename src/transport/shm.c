@@ -51,7 +51,7 @@ typedef struct {
   uint64_t in_tail, in_head_seen;
   uint64_t acks_wanted; /* single-copy messages sent so far (the head one waits for its ack) */
   char *cma_bounce;     /* receive-reduce by CMA: the piece read, allocated on first use */
-  uint32_t cma_turn;    /* sending: large messages weighed between the ring and CMA */
+  collie_shm_choice_t cma_choice; /* sending: large messages weighed between the ring and CMA */
 } shm_peer_t;
 
 static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
@@ -264,7 +264,7 @@ static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x,
     /* An ordinary buffer: by CMA, where that was measured cheaper (shm_cma.c); not for
      * reductions, whose pipelines stall while each send waits for its read to end (2 ranks,
      * 512 KiB allreduce 81 us against 38 through the ring). */
-    if (reduces(x->hdr.coll) || !collie_shm_cma_wanted(comm, sp->peer_hdr, x->nbytes, &sp->cma_turn)) return false;
+    if (reduces(x->hdr.coll) || !collie_shm_cma_wanted(comm, sp->peer_hdr, x->nbytes, &sp->cma_choice)) return false;
     collie_shm_cma_locate(x->sbuf, x->nbytes, &loc);
   }
   slot->hdr = x->hdr;

@@ -19,6 +19,14 @@
  * copy out of it, a CMA read. */
 enum { COLLIE_COST_IN, COLLIE_COST_OUT, COLLIE_COST_CMA, COLLIE_COST_KINDS };
 
+/* One decision maker's state between the ring and CMA (shm_cost.c); zero to start. */
+typedef struct {
+  uint32_t left;  /* decisions until the next one that goes the other way */
+  uint32_t every; /* decisions between two that go the other way */
+  bool cma;       /* the last weighing's answer */
+  bool explored;  /* the last decision went the other way */
+} collie_shm_choice_t;
+
 typedef struct {
   _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
   char pad0[60];
@@ -116,8 +124,10 @@ typedef struct collie_shm_state {
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 from 64 to 256 KiB and where cheaper, 2 from 64 KiB */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
   uint32_t cost_ps[COLLIE_COST_KINDS];   /* shm_cost.c: this rank's measured copy costs */
-  uint32_t native_turn;  /* shm_cost.c: the shared-memory collectives' CMA decisions so far */
+  collie_shm_choice_t native_choice; /* shm_cost.c: the shared-memory collectives' CMA decisions */
   uint32_t cost_tick[COLLIE_COST_KINDS]; /* shm_cost.c: copies of each kind, for sampling */
+  long cost_faults[COLLIE_COST_KINDS];   /* shm_cost.c: the thread's page faults when a timed copy began */
+  uint32_t cost_seen[COLLIE_COST_KINDS]; /* shm_cost.c: timed copies of each kind without faults */
   void *probe;      /* this rank's probe page, until the ranks have agreed */
   struct collie_shm_peer_map *maps; /* peers' collie_mem_alloc allocations mapped here */
   int nmaps, maps_cap;
@@ -153,13 +163,14 @@ void collie_shm_cma_settle(collie_comm_t *comm);
 int64_t collie_shm_cost_start(collie_shm_state_t *st, int what, bool weighed);
 void collie_shm_cost_note(collie_shm_state_t *st, int what, int64_t t0, size_t n);
 /* Whether nbytes from an ordinary buffer should go by CMA: COLLIE_SHM_CMA=2 from
- * COLLIE_CMA_MIN; =1 below COLLIE_CMA_MAX, and above it when the costs measured (the
- * receiver's published ones where rx is its header, else this rank's) say so. *turn
- * counts the decisions, one in 16 of which goes the other way. */
+ * COLLIE_CMA_MIN; =1 below COLLIE_CMA_MAX, and above it when the costs measured (this
+ * rank's and the receiver's published ones where rx is its header, else this rank's
+ * alone) say so. *ch holds one sender's (or the collectives') decisions: now and then one
+ * goes the other way, to measure it. */
 bool collie_shm_cma_wanted(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint64_t nbytes,
-                           uint32_t *turn);
+                           collie_shm_choice_t *ch);
 /* The weighing alone, at any size (the shared-memory collectives decide sizes themselves). */
-bool collie_shm_cma_weighed(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint32_t *turn);
+bool collie_shm_cma_weighed(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, collie_shm_choice_t *ch);
 /* Reads x's payload (all of it) from the sender's buffer at loc into x's destination,
  * reducing when x is a receive-reduce (through `bounce`, COLLIE_CMA_BOUNCE bytes). 0, or
  * -1 after failing the communicator with a sentence. A plain read of a large message is

@@ -62,7 +62,7 @@ static bool cma_collective(const collie_comm_t *comm, const collie_op_t *op) {
 static bool by_cma(collie_comm_t *comm, const collie_op_t *op) {
   if (!cma_collective(comm, op) || op->nat_count * op->nat_esz < COLLIE_CMA_MIN) return false;
   if (comm->shm->cma_mode == 2 || comm->oversubscribed) return true;
-  return collie_shm_cma_weighed(comm, NULL, &comm->shm->native_turn);
+  return collie_shm_cma_weighed(comm, NULL, &comm->shm->native_choice);
 }
 
 bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
