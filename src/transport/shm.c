@@ -51,7 +51,6 @@ typedef struct {
   uint64_t in_tail, in_head_seen;
   uint64_t acks_wanted; /* single-copy messages sent so far (the head one waits for its ack) */
   char *cma_bounce;     /* receive-reduce by CMA: the piece read, allocated on first use */
-  collie_shm_choice_t cma_choice; /* sending: large messages weighed between the ring and CMA */
 } shm_peer_t;
 
 static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
@@ -261,10 +260,10 @@ static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x,
   collie_shm_bufloc_t loc;
   if (x->nbytes < SINGLE_COPY_MIN) return false;
   if (!st->direct_ok || !collie_shm_locate(comm, x->sbuf, x->nbytes, &loc)) {
-    /* An ordinary buffer: by CMA, where that was measured cheaper (shm_cma.c); not for
-     * reductions, whose pipelines stall while each send waits for its read to end (2 ranks,
-     * 512 KiB allreduce 81 us against 38 through the ring). */
-    if (reduces(x->hdr.coll) || !collie_shm_cma_wanted(comm, sp->peer_hdr, x->nbytes, &sp->cma_choice)) return false;
+    /* An ordinary buffer: by CMA (shm_cma.c); not for reductions, whose pipelines stall
+     * while each send waits for its read to end (2 ranks, 512 KiB allreduce 81 us against
+     * 38 through the ring). */
+    if (reduces(x->hdr.coll) || !st->cma_ok || x->nbytes < COLLIE_CMA_MIN) return false;
     collie_shm_cma_locate(x->sbuf, x->nbytes, &loc);
   }
   slot->hdr = x->hdr;
@@ -306,9 +305,7 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       }
       uint64_t n = x->nbytes - x->done;
       if (n > st->slot_size) n = st->slot_size;
-      const int64_t t0 = collie_shm_cost_start(st, COLLIE_COST_IN, x->nbytes >= COLLIE_CMA_MAX);
       if (n) memcpy(slot + 1, x->sbuf + x->done, n);
-      collie_shm_cost_note(st, COLLIE_COST_IN, t0, n);
       slot->len = n;
       x->done += n;
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);
@@ -377,9 +374,7 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
                        comm->rank, (unsigned long long)n, collie_peer_desc(comm, peer->rank, pd, sizeof(pd)));
       return -1;
     }
-    const int64_t t0 = x->reduce ? 0 : collie_shm_cost_start(st, COLLIE_COST_OUT, x->nbytes >= COLLIE_CMA_MAX);
     collie_xfer_deliver(x, x->done, slot + 1, n, true);
-    collie_shm_cost_note(st, COLLIE_COST_OUT, t0, n);
     x->done += n;
     atomic_store_explicit(&sp->in_ctl->tail, ++sp->in_tail, memory_order_release);
     moved = 1;

@@ -15,18 +15,6 @@
 #include "core/comm.h"
 #include "transport/wire.h"
 
-/* The costs shm_cost.c weighs: a copy into the ring (or the collectives' staging area), a
- * copy out of it, a CMA read. */
-enum { COLLIE_COST_IN, COLLIE_COST_OUT, COLLIE_COST_CMA, COLLIE_COST_KINDS };
-
-/* One decision maker's state between the ring and CMA (shm_cost.c); zero to start. */
-typedef struct {
-  uint32_t left;  /* decisions until the next one that goes the other way */
-  uint32_t every; /* decisions between two that go the other way */
-  bool cma;       /* the last weighing's answer */
-  bool explored;  /* the last decision went the other way */
-} collie_shm_choice_t;
-
 typedef struct {
   _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
   char pad0[60];
@@ -44,10 +32,7 @@ typedef struct {
   int32_t cma_pid;
   uint32_t cma_pad;
   uint64_t cma_addr;
-  /* The owner's measured copy costs, picoseconds per byte (shm_cost.c, COLLIE_COST_*; 0
-   * until measured): senders to it read its copies out of the ring and its CMA reads. */
-  _Atomic uint32_t cost_ps[COLLIE_COST_KINDS];
-  char pad2[44];
+  char pad2[56];
 } collie_shm_seg_hdr_t;
 _Static_assert(sizeof(collie_shm_seg_hdr_t) == 256, "the header keeps its size");
 
@@ -121,13 +106,8 @@ typedef struct collie_shm_state {
   bool one_process; /* every rank is a thread of this process */
   bool direct_ok;   /* every local rank can map every other's collie_mem_alloc memory */
   bool cma_ok;      /* every local rank can read every other with process_vm_readv */
-  int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 from 64 to 256 KiB and where cheaper, 2 from 64 KiB */
+  int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB, 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
-  uint32_t cost_ps[COLLIE_COST_KINDS];   /* shm_cost.c: this rank's measured copy costs */
-  collie_shm_choice_t native_choice; /* shm_cost.c: the shared-memory collectives' CMA decisions */
-  uint32_t cost_tick[COLLIE_COST_KINDS]; /* shm_cost.c: copies of each kind, for sampling */
-  long cost_faults[COLLIE_COST_KINDS];   /* shm_cost.c: the thread's page faults when a timed copy began */
-  uint32_t cost_seen[COLLIE_COST_KINDS]; /* shm_cost.c: timed copies of each kind without faults */
   void *probe;      /* this rank's probe page, until the ranks have agreed */
   struct collie_shm_peer_map *maps; /* peers' collie_mem_alloc allocations mapped here */
   int nmaps, maps_cap;
@@ -151,30 +131,12 @@ void collie_shm_probe_settle(collie_comm_t *comm);
  * receiver reads it with process_vm_readv. The probe runs beside the one above, in the same
  * phases; cma_ok ends the same on every rank. */
 #define COLLIE_CMA_MIN (64 * 1024)
-#define COLLIE_CMA_MAX (256 * 1024) /* COLLIE_SHM_CMA=1: below this, and above where measured cheaper */
 void collie_shm_cma_offer(collie_comm_t *comm);
 void collie_shm_cma_probe(collie_comm_t *comm);
 void collie_shm_cma_settle(collie_comm_t *comm);
-/* Large messages: the ring or CMA, whichever this machine makes cheaper (shm_cost.c).
- * Timing a copy of kind `what` that belongs to a message (or a collective) whose way is
- * `weighed` below: start returns 0 when this one is not timed (not weighed, or another
- * copy is the sample); note folds the n bytes copied since a nonzero t0 into this rank's
- * average. */
-int64_t collie_shm_cost_start(collie_shm_state_t *st, int what, bool weighed);
-void collie_shm_cost_note(collie_shm_state_t *st, int what, int64_t t0, size_t n);
-/* Whether nbytes from an ordinary buffer should go by CMA: COLLIE_SHM_CMA=2 from
- * COLLIE_CMA_MIN; =1 below COLLIE_CMA_MAX, and above it when the costs measured (this
- * rank's and the receiver's published ones where rx is its header, else this rank's
- * alone) say so. *ch holds one sender's (or the collectives') decisions: now and then one
- * goes the other way, to measure it. */
-bool collie_shm_cma_wanted(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, uint64_t nbytes,
-                           collie_shm_choice_t *ch);
-/* The weighing alone, at any size (the shared-memory collectives decide sizes themselves). */
-bool collie_shm_cma_weighed(const collie_comm_t *comm, const collie_shm_seg_hdr_t *rx, collie_shm_choice_t *ch);
 /* Reads x's payload (all of it) from the sender's buffer at loc into x's destination,
  * reducing when x is a receive-reduce (through `bounce`, COLLIE_CMA_BOUNCE bytes). 0, or
- * -1 after failing the communicator with a sentence. A plain read of a large message is
- * timed for the weighing above. */
+ * -1 after failing the communicator with a sentence. */
 #define COLLIE_CMA_BOUNCE (64 * 1024)
 struct collie_xfer;
 int collie_shm_cma_read(collie_comm_t *comm, int peer, struct collie_xfer *x, const collie_shm_bufloc_t *loc,
@@ -182,10 +144,10 @@ int collie_shm_cma_read(collie_comm_t *comm, int peer, struct collie_xfer *x, co
 /* Describes [p, p+len) of this process as a CMA location (a message's, or a buffer the
  * shared-memory collectives publish: algo/native/shm_direct.c). */
 void collie_shm_cma_locate(const void *p, size_t len, collie_shm_bufloc_t *loc);
-/* Reads len bytes at offset off of a peer's CMA location into dst, timed for the weighing
- * above when `weighed`: 0, or -1 after failing the communicator with a sentence. */
+/* Reads len bytes at offset off of a peer's CMA location into dst: 0, or -1 after failing
+ * the communicator with a sentence. */
 int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
-                        size_t len, bool weighed);
+                        size_t len);
 
 /* Describes [p, p+len) for the other local ranks; false (kind NONE) when they cannot reach
  * it: not collie_mem_alloc memory, and the ranks are not threads of one process. */

@@ -2,12 +2,17 @@
  * travels as its location, and the receiver reads it from the sender's ordinary (malloc)
  * buffer with process_vm_readv: one copy instead of two through the ring.
  *
- * Which sizes (COLLIE_SHM_CMA, docs/tuning.md): from 64 KiB up to 256 KiB always (2 ranks,
+ * Which sizes (COLLIE_SHM_CMA, docs/tuning.md): every message from 64 KiB (2 ranks,
  * all-to-all, 64 KiB messages 19.6 us through the ring against 7.9, 128 KiB 23.8 against
- * 15.0); larger ones where the copy costs measured say so (shm_cost.c): the ring wins on
- * vCPUs that share a large L3, whose second copy reads lines still in that cache while CMA
- * pins the sender's pages and copies from memory, and loses where copies between the
- * cores are slow (other machines, or that VM's slow phases).
+ * 15.0). Above 256 KiB the two ways trade places with the machine: CMA wins 1.5 to 2 times
+ * on an Intel VM and 3 to 5 times on an AMD VM in its slow phases; in that VM's fast
+ * phase either way led by 10 to 90% in sweeps 20 minutes apart (2-rank all-to-all, 1 to
+ * 64 MiB). Weighing the two from measured copy costs, with a message now and then the
+ * other way to keep both figures current, lost more than it chose well: a way's first
+ * use of memory costs 2 to 4 ns a byte on that VM (a first CMA read of a page, a slot's
+ * first copy), and each switch paid it again (2 ranks, 1 to 64 MiB, median of 3: 10.4,
+ * 10.1, 4.9, 5.4 GB/s busbw against 14.5, 13.7, 9.4, 6.9 by CMA alone). So above 64 KiB
+ * it is CMA always, as Open MPI's shared-memory transport does.
  *
  * Linux allows the read when the reader may ptrace the target: same user, and with Yama's
  * ptrace_scope 1 only a declared tracer, hence prctl(PR_SET_PTRACER). A probe at creation
@@ -71,14 +76,11 @@ void collie_shm_cma_settle(collie_comm_t *comm) {
   for (int li = 0; li < comm->nlocal; li++)
     if (!st->segs[li] || !atomic_load(&((collie_shm_seg_hdr_t *)st->segs[li])->cma_peers)) ok = false;
   st->cma_ok = ok;
-  if (ok && st->cma_mode == 1)
-    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank,
-                "process_vm_readv on for messages of %d to %d KiB, and larger ones where it measures cheaper than "
-                "the ring",
-                COLLIE_CMA_MIN / 1024, COLLIE_CMA_MAX / 1024);
-  else if (ok)
-    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "process_vm_readv on for messages of %d KiB and more",
-                COLLIE_CMA_MIN / 1024);
+  if (ok)
+    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "process_vm_readv on for messages of %d KiB and more%s",
+                COLLIE_CMA_MIN / 1024,
+                st->cma_mode == 2 ? ", and in the shared-memory all-to-all, all-gather and broadcast"
+                                  : ", and in the shared-memory all-to-all");
 }
 
 static int read_fail(collie_comm_t *comm, int peer, uint64_t len, int err) {
@@ -108,17 +110,14 @@ static int read_all(pid_t pid, char *dst, uint64_t addr, size_t len) {
 }
 
 int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
-                        size_t len, bool weighed) {
-  const int64_t t0 = collie_shm_cost_start(comm->shm, COLLIE_COST_CMA, weighed);
+                        size_t len) {
   int e = read_all((pid_t)loc->pid, dst, loc->addr + off, len);
-  if (e) return read_fail(comm, peer, len, e > 0 ? e : 0);
-  collie_shm_cost_note(comm->shm, COLLIE_COST_CMA, t0, len);
-  return 0;
+  return e ? read_fail(comm, peer, len, e > 0 ? e : 0) : 0;
 }
 
 int collie_shm_cma_read(collie_comm_t *comm, int peer, collie_xfer_t *x, const collie_shm_bufloc_t *loc, char *bounce) {
   const pid_t pid = (pid_t)loc->pid;
-  if (!x->reduce) return collie_shm_cma_copy(comm, peer, x->rbuf, loc, 0, x->nbytes, x->nbytes >= COLLIE_CMA_MAX);
+  if (!x->reduce) return collie_shm_cma_copy(comm, peer, x->rbuf, loc, 0, x->nbytes);
   /* Receive-reduce: a cache-sized piece at a time, reduced while it is hot. The bounce
    * size is a multiple of every element size. */
   for (uint64_t off = 0; off < x->nbytes; off += COLLIE_CMA_BOUNCE) {

@@ -25,12 +25,12 @@ foreach(b all_reduce all_gather all_gatherv broadcast reduce reduce_scatter redu
   perf_test(${b} ${PERF_CHECK} -- $<TARGET_FILE:${b}_perf> -p 2 -b 8 -e 1M -f 32 -c 1)
 endforeach()
 
-# All-to-all that weighs the ring or staging against process_vm_readv from measured costs
-# (transport/shm_cost.c): 40 checked operations a size, so that the way not preferred runs
-# too (one in 16), through the shared-memory collective and through messages.
-perf_test(alltoall_cma_weighed_shm ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 40 -n 1 -w 0
+# All-to-all on the default settings, which read ordinary buffers with process_vm_readv
+# from 64 KiB (COLLIE_SHM_CMA=1), through the shared-memory collective and through
+# messages: 10 checked operations a size.
+perf_test(alltoall_cma_default_shm ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 10 -n 1 -w 0
           -A alltoall:shm)
-perf_test(alltoall_cma_weighed_pairwise ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 40 -n 1
+perf_test(alltoall_cma_default_pairwise ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 10 -n 1
           -w 0 -A alltoall:pairwise)
 
 # Under collie-run with 3 ranks, all-reduce's busbw is algbw * 2(n-1)/n = 4/3: in the

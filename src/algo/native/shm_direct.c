@@ -52,17 +52,10 @@ static bool cma_collective(const collie_comm_t *comm, const collie_op_t *op) {
   return op->coll == COLLIE_COLL_ALLTOALL || (st->cma_mode == 2 && reads_only(op->coll));
 }
 
-/* This rank's vote for reading ordinary buffers by CMA in op. It is published with its
- * buffer locations: every rank sees every vote, and any vote against stages the operation.
- * Where the ranks outnumber the cores, each staged round is a synchronisation of all ranks,
- * paid in context switches, and reading by CMA needs two: 4 ranks on 2 cores (Intel VM,
- * all-to-all, median of 3) 1 MiB 2.51 against 1.97 GB/s busbw, 4 MiB 2.04 against 1.51,
- * 64 MiB 1.60 against 1.36. Elsewhere the costs this rank measured decide
- * (transport/shm_cost.c), as for large messages, at every size from 64 KiB. */
-static bool by_cma(collie_comm_t *comm, const collie_op_t *op) {
-  if (!cma_collective(comm, op) || op->nat_count * op->nat_esz < COLLIE_CMA_MIN) return false;
-  if (comm->shm->cma_mode == 2 || comm->oversubscribed) return true;
-  return collie_shm_cma_weighed(comm, NULL, &comm->shm->native_choice);
+/* Whether this rank reads ordinary buffers by CMA in op: for the collectives above, from
+ * COLLIE_CMA_MIN, as messages do (transport/shm.c). The same answer on every rank. */
+static bool by_cma(const collie_comm_t *comm, const collie_op_t *op) {
+  return cma_collective(comm, op) && op->nat_count * op->nat_esz >= COLLIE_CMA_MIN;
 }
 
 bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
@@ -119,7 +112,7 @@ static char *buffer(collie_comm_t *comm, collie_op_t *op, int r, int w, uint64_t
 /* n bytes at offset off of rank r's send buffer into dst: a copy, or a CMA read. */
 static int get(collie_comm_t *comm, collie_op_t *op, char *dst, char *const *send,
                const collie_shm_bufloc_t *const *cma, int r, size_t off, size_t n) {
-  if (cma[r]) return collie_shm_cma_copy(comm, r, dst, cma[r], off, n, true);
+  if (cma[r]) return collie_shm_cma_copy(comm, r, dst, cma[r], off, n);
   shm_put(op, dst, send[r] + off, n, false);
   return 0;
 }

@@ -83,11 +83,6 @@ static bool fills(const collie_op_t *op, int rank) {
   return true;
 }
 
-/* Starts timing all-to-all's copies into or out of the staging area, for its choice
- * between staging and CMA reads (transport/shm_cost.c); 0 when not timed. */
-static int64_t cost_start(collie_comm_t *comm, const collie_op_t *op, int what) {
-  return collie_shm_cost_start(comm->shm, what, op->nat_may_direct);
-}
 
 static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
@@ -112,11 +107,9 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
     case COLLIE_COLL_REDUCE_SCATTER:
     case COLLIE_COLL_ALLTOALL: {
       /* Every block but this rank's own, which it reads from its send buffer. */
-      const int64_t t0 = op->coll == COLLIE_COLL_ALLTOALL ? cost_start(comm, op, COLLIE_COST_IN) : 0;
       for (int j = 0; j < comm->nranks; j++)
         if (j != comm->rank)
           memcpy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e);
-      collie_shm_cost_note(comm->shm, COLLIE_COST_IN, t0, (size_t)(comm->nranks - 1) * len * e);
       break;
     }
     default: break;
@@ -187,15 +180,11 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       break;
     }
     case COLLIE_COLL_ALLTOALL: {
-      /* The own block first, from the send buffer; then the timed copies out of staging. */
-      const size_t own = ((size_t)me * op->nat_count + lo) * e;
-      shm_put(op, recv + own, send + own, len * e, false);
-      const int64_t t0 = cost_start(comm, op, COLLIE_COST_OUT);
-      for (int j = 0; j < n; j++)
-        if (j != me)
-          shm_put(op, recv + ((size_t)j * op->nat_count + lo) * e,
-                  staged(comm, op, j, g) + (size_t)me * op->nat_piece * e, len * e, true);
-      collie_shm_cost_note(comm->shm, COLLIE_COST_OUT, t0, (size_t)(n - 1) * len * e);
+      for (int j = 0; j < n; j++) {
+        const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
+                                  : staged(comm, op, j, g) + (size_t)me * op->nat_piece * e;
+        shm_put(op, recv + ((size_t)j * op->nat_count + lo) * e, src, len * e, j != me);
+      }
       break;
     }
     default: break;
