@@ -72,26 +72,53 @@ static slot_hdr_t *slot_at(char *slots, uint64_t i, uint64_t nslots, uint64_t sl
 /* Maps the pages under [p, p+len) now, writable, instead of at first use: a fault on a
  * shared page costs several microseconds, and each of the first operations would pay one
  * per slot (8 small allreduces took 7-15 us each instead of 1 us). Older kernels refuse
- * the advice and fault lazily, as before. */
-static void prefault(void *p, size_t len) {
+ * the advice and fault lazily, as before; false then. */
+static bool prefault(void *p, size_t len) {
   uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, b = ((uintptr_t)p + len + 4095) & ~(uintptr_t)4095;
-  (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+  return madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
 }
 
-/* The pages a small message touches in one ring: its counters, every slot's header and the
- * first page of its payload. */
-static void prefault_ring(char *ring, uint64_t nslots, uint64_t slot_size) {
+/* Also writes a word into each page, distinct from page to page. On the VMs measured a
+ * page's first write cost tens of microseconds even after the advice above had mapped it
+ * (its zeroed content, it seems, still shared by the host): 2 ranks, 32 KiB all-to-all,
+ * the first use of each of the 8 slots 70 to 90 us, then 3 us; written at creation, 2 us
+ * from the first. Only where the advice worked: a write past a full /dev/shm would kill
+ * the process (SIGBUS). */
+static void prewrite(char *p, size_t len) {
+  if (!prefault(p, len)) return;
+  for (size_t o = 0; o < len; o += 4096) *(volatile uint64_t *)(p + o) = (uint64_t)(uintptr_t)(p + o) | 1;
+}
+
+/* Rings and staging buffers are written at creation while a rank's segment holds at most
+ * this much: beyond it, with many ranks on a host, pairs that never exchange large
+ * messages would hold memory they never use. */
+#define PREWRITE_MAX_BYTES (16u << 20)
+
+/* The pages of one ring: at least those a small message touches (its counters, every
+ * slot's header and the first page of its payload), all of them, written, when `all`:
+ * by its owner (the receiver) and again by the sender through its own mapping (the owner's
+ * writes alone left the first use of a slot at 25 to 35 us). */
+static void prefault_ring(char *ring, uint64_t nslots, uint64_t slot_size, bool all) {
   prefault(ring, sizeof(ring_ctl_t));
   char *slots = ring + sizeof(ring_ctl_t);
-  for (uint64_t i = 0; i < nslots; i++) prefault(slot_at(slots, i, nslots, slot_size), sizeof(slot_hdr_t) + 4096);
+  if (all)
+    prewrite(slots, nslots * (sizeof(slot_hdr_t) + slot_size));
+  else
+    for (uint64_t i = 0; i < nslots; i++) prefault(slot_at(slots, i, nslots, slot_size), sizeof(slot_hdr_t) + 4096);
 }
 
-/* The collective area's counters and the first page of both staging buffers. */
-static void prefault_area(collie_shm_state_t *st, void *seg) {
+/* The collective area's counters and both staging buffers (only their first pages, past
+ * PREWRITE_MAX_BYTES). */
+static void prefault_area(collie_shm_state_t *st, void *seg, bool owner) {
   if (!st->area_off) return;
   collie_shm_area_t *a = (collie_shm_area_t *)((char *)seg + st->area_off);
+  const bool all = st->seg_bytes <= PREWRITE_MAX_BYTES;
   prefault(a, sizeof(*a));
-  for (int parity = 0; parity < 2; parity++) prefault(collie_shm_area_buf(a, parity, st->area_size), 4096);
+  for (int parity = 0; parity < 2; parity++) {
+    char *buf = collie_shm_area_buf(a, parity, st->area_size);
+    if (all && owner) prewrite(buf, st->area_size);
+    else prefault(buf, all ? st->area_size : 4096);
+  }
 }
 
 static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len) {
@@ -150,8 +177,10 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_probe_offer(comm);
   collie_shm_cma_offer(comm);
   for (int li = 0; li < comm->nlocal; li++)
-    if (li != comm->local_rank) prefault_ring(ring_at(p, li, st->nslots, st->slot_size), st->nslots, st->slot_size);
-  prefault_area(st, p);
+    if (li != comm->local_rank)
+      prefault_ring(ring_at(p, li, st->nslots, st->slot_size), st->nslots, st->slot_size,
+                    st->seg_bytes <= PREWRITE_MAX_BYTES);
+  prefault_area(st, p, true);
   return COLLIE_SUCCESS;
 }
 
@@ -197,8 +226,8 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     sp->in_ctl = (ring_ctl_t *)in;
     sp->in_slots = in + sizeof(ring_ctl_t);
     sp->peer_hdr = p;
-    prefault_ring(out, st->nslots, st->slot_size);
-    prefault_area(st, p);
+    prefault_ring(out, st->nslots, st->slot_size, st->seg_bytes <= PREWRITE_MAX_BYTES);
+    prefault_area(st, p, false);
     comm->peers[r].tp = &collie_transport_shm;
     comm->peers[r].tp_state = sp;
   }
