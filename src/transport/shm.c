@@ -89,36 +89,35 @@ static void prewrite(char *p, size_t len) {
   for (size_t o = 0; o < len; o += 4096) *(volatile uint64_t *)(p + o) = (uint64_t)(uintptr_t)(p + o) | 1;
 }
 
-/* Rings and staging buffers are written at creation while a rank's segment holds at most
- * this much: beyond it, with many ranks on a host, pairs that never exchange large
- * messages would hold memory they never use. */
+/* Rings and staging buffers are mapped whole at creation while a rank's segment holds at
+ * most this much (st->prewrite): beyond it, with many ranks on a host, pairs that never
+ * exchange large messages would hold memory they never use. */
 #define PREWRITE_MAX_BYTES (16u << 20)
 
-/* The pages of one ring: at least those a small message touches (its counters, every
- * slot's header and the first page of its payload), all of them, written, when `all`:
- * by its owner (the receiver) and again by the sender through its own mapping (the owner's
- * writes alone left the first use of a slot at 25 to 35 us). */
-static void prefault_ring(char *ring, uint64_t nslots, uint64_t slot_size, bool all) {
-  prefault(ring, sizeof(ring_ctl_t));
-  char *slots = ring + sizeof(ring_ctl_t);
-  if (all)
-    prewrite(slots, nslots * (sizeof(slot_hdr_t) + slot_size));
-  else
-    for (uint64_t i = 0; i < nslots; i++) prefault(slot_at(slots, i, nslots, slot_size), sizeof(slot_hdr_t) + 4096);
+/* [p, p+len) as this process will use it: written through this process's mapping
+ * (prewrite; every process mapping a ring or a staging buffer does so: with only the
+ * writer's writes, each slot's first use still cost 25 to 35 us); past PREWRITE_MAX_BYTES
+ * only its first `small` bytes are mapped, those small messages use. */
+static void prepare(const collie_shm_state_t *st, char *p, size_t len, size_t small) {
+  if (st->prewrite) prewrite(p, len);
+  else prefault(p, small);
 }
 
-/* The collective area's counters and both staging buffers (only their first pages, past
- * PREWRITE_MAX_BYTES). */
-static void prefault_area(collie_shm_state_t *st, void *seg, bool owner) {
+/* One ring: its counters, and every slot's header and payload. */
+static void prefault_ring(const collie_shm_state_t *st, char *ring) {
+  prefault(ring, sizeof(ring_ctl_t));
+  char *slots = ring + sizeof(ring_ctl_t);
+  for (uint64_t i = 0; i < st->nslots; i++)
+    prepare(st, (char *)slot_at(slots, i, st->nslots, st->slot_size), sizeof(slot_hdr_t) + st->slot_size,
+            sizeof(slot_hdr_t) + 4096);
+}
+
+/* The collective area's counters and both staging buffers. */
+static void prefault_area(const collie_shm_state_t *st, void *seg) {
   if (!st->area_off) return;
   collie_shm_area_t *a = (collie_shm_area_t *)((char *)seg + st->area_off);
-  const bool all = st->seg_bytes <= PREWRITE_MAX_BYTES;
   prefault(a, sizeof(*a));
-  for (int parity = 0; parity < 2; parity++) {
-    char *buf = collie_shm_area_buf(a, parity, st->area_size);
-    if (all && owner) prewrite(buf, st->area_size);
-    else prefault(buf, all ? st->area_size : 4096);
-  }
+  for (int parity = 0; parity < 2; parity++) prepare(st, collie_shm_area_buf(a, parity, st->area_size), st->area_size, 4096);
 }
 
 static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len) {
@@ -143,6 +142,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
     st->area_off = (st->seg_bytes + 4095) & ~(size_t)4095;
     st->seg_bytes = st->area_off + sizeof(collie_shm_area_t) + 2 * st->area_size;
   }
+  st->prewrite = st->seg_bytes <= PREWRITE_MAX_BYTES;
   seg_name(comm, comm->rank, st->name, sizeof(st->name));
   int fd = shm_open(st->name, O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0)
@@ -177,10 +177,8 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_probe_offer(comm);
   collie_shm_cma_offer(comm);
   for (int li = 0; li < comm->nlocal; li++)
-    if (li != comm->local_rank)
-      prefault_ring(ring_at(p, li, st->nslots, st->slot_size), st->nslots, st->slot_size,
-                    st->seg_bytes <= PREWRITE_MAX_BYTES);
-  prefault_area(st, p, true);
+    if (li != comm->local_rank) prefault_ring(st, ring_at(p, li, st->nslots, st->slot_size));
+  prefault_area(st, p);
   return COLLIE_SUCCESS;
 }
 
@@ -226,8 +224,8 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     sp->in_ctl = (ring_ctl_t *)in;
     sp->in_slots = in + sizeof(ring_ctl_t);
     sp->peer_hdr = p;
-    prefault_ring(out, st->nslots, st->slot_size, st->seg_bytes <= PREWRITE_MAX_BYTES);
-    prefault_area(st, p, false);
+    prefault_ring(st, out);
+    prefault_area(st, p);
     comm->peers[r].tp = &collie_transport_shm;
     comm->peers[r].tp_state = sp;
   }

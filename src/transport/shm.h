@@ -106,6 +106,7 @@ typedef struct collie_shm_state {
   bool one_process; /* every rank is a thread of this process */
   bool direct_ok;   /* every local rank can map every other's collie_mem_alloc memory */
   bool cma_ok;      /* every local rank can read every other with process_vm_readv */
+  bool prewrite;    /* rings and staging buffers are mapped (and written) whole at creation */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB, 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
   void *probe;      /* this rank's probe page, until the ranks have agreed */
