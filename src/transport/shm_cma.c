@@ -22,6 +22,9 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
@@ -83,14 +86,37 @@ void collie_shm_cma_settle(collie_comm_t *comm) {
                                   : ", and in the shared-memory all-to-all");
 }
 
-static int read_fail(collie_comm_t *comm, int peer, uint64_t len, int err) {
+/* True when process pid no longer runs: gone, a zombie, or past the point where its memory
+ * is torn down. A read from such a peer fails with ESRCH (no memory left to read) or EFAULT
+ * (its mappings went mid-read); either way the peer died, which the caller must report as
+ * a dead rank rather than as a local system fault. */
+static bool peer_gone(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  char path[64], buf[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return errno == ENOENT;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *paren = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+  return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+static int read_fail(collie_comm_t *comm, int peer, pid_t pid, uint64_t len, int err) {
   char pd[160];
-  if (!atomic_load(&comm->failed))
+  if (atomic_load(&comm->failed)) return -1;
+  collie_peer_desc(comm, peer, pd, sizeof(pd));
+  if (err == ESRCH || (err == EFAULT && peer_gone(pid)))
+    collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
+                     "%s died while rank %d was reading its %llu-byte message (process_vm_readv: %s); check "
+                     "that rank's log and exit status",
+                     pd, comm->rank, (unsigned long long)len, strerror(err));
+  else
     collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
                      "rank %d could not read a %llu-byte message from %s with process_vm_readv: %s; if the peer "
                      "is alive, set COLLIE_SHM_CMA=0 to copy messages through shared memory",
-                     comm->rank, (unsigned long long)len, collie_peer_desc(comm, peer, pd, sizeof(pd)),
-                     err ? strerror(err) : "short read");
+                     comm->rank, (unsigned long long)len, pd, err ? strerror(err) : "short read");
   return -1;
 }
 
@@ -112,7 +138,7 @@ static int read_all(pid_t pid, char *dst, uint64_t addr, size_t len) {
 int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
                         size_t len) {
   int e = read_all((pid_t)loc->pid, dst, loc->addr + off, len);
-  return e ? read_fail(comm, peer, len, e > 0 ? e : 0) : 0;
+  return e ? read_fail(comm, peer, (pid_t)loc->pid, len, e > 0 ? e : 0) : 0;
 }
 
 int collie_shm_cma_read(collie_comm_t *comm, int peer, collie_xfer_t *x, const collie_shm_bufloc_t *loc, char *bounce) {
@@ -123,7 +149,7 @@ int collie_shm_cma_read(collie_comm_t *comm, int peer, collie_xfer_t *x, const c
   for (uint64_t off = 0; off < x->nbytes; off += COLLIE_CMA_BOUNCE) {
     size_t len = x->nbytes - off < COLLIE_CMA_BOUNCE ? (size_t)(x->nbytes - off) : COLLIE_CMA_BOUNCE;
     int e = read_all(pid, bounce, loc->addr + off, len);
-    if (e) return read_fail(comm, peer, x->nbytes, e > 0 ? e : 0);
+    if (e) return read_fail(comm, peer, pid, x->nbytes, e > 0 ? e : 0);
     collie_xfer_deliver(x, off, bounce, len, true);
   }
   return 0;
