@@ -86,13 +86,14 @@ void collie_shm_cma_settle(collie_comm_t *comm) {
                                   : ", and in the shared-memory all-to-all");
 }
 
-/* True when process pid no longer runs: gone, a zombie, or past the point where its memory
- * is torn down. A read from such a peer fails with ESRCH (no memory left to read) or EFAULT
- * (its mappings went mid-read); either way the peer died, which the caller must report as
- * a dead rank rather than as a local system fault. */
+/* True when process pid no longer runs or is on its way out: gone, a zombie, or exiting
+ * (PF_EXITING in /proc/PID/stat's flags, set before its memory is torn down). A read from
+ * such a peer fails with ESRCH (no memory left) or EFAULT (its mappings went mid-read);
+ * either way the peer died, which the caller reports as a dead rank rather than as a local
+ * system fault. */
 static bool peer_gone(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  char path[64], buf[256];
+  char path[64], buf[512];
   snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "r");
   if (!f) return errno == ENOENT;
@@ -100,7 +101,10 @@ static bool peer_gone(pid_t pid) {
   fclose(f);
   buf[n] = 0;
   const char *paren = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-  return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+  char state = 0;
+  unsigned flags = 0;
+  if (!paren || sscanf(paren + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) != 2) return false;
+  return state == 'Z' || state == 'X' || (flags & 0x4u) != 0; /* 0x4: PF_EXITING */
 }
 
 static int read_fail(collie_comm_t *comm, int peer, pid_t pid, uint64_t len, int err) {
