@@ -45,8 +45,8 @@ enum { COLLIE_BUFLOC_NONE, COLLIE_BUFLOC_ADDR, COLLIE_BUFLOC_MEM, COLLIE_BUFLOC_
 typedef struct {
   uint8_t kind;   /* NONE: not reachable; ADDR: an address in the owner's process (ranks
                      that are threads of one process); MEM: inside a collie_mem_alloc;
-                     CMA: an address in process `pid`, read with process_vm_readv (point
-                     to point messages only, shm_cma.c) */
+                     CMA: an address in process `pid`, read with process_vm_readv or
+                     written with process_vm_writev (shm_cma.c) */
   uint8_t pad[3];
   int32_t pid, fd;  /* MEM: the owner's process and the allocation's descriptor */
   uint32_t pad2;
@@ -149,6 +149,10 @@ void collie_shm_cma_locate(const void *p, size_t len, collie_shm_bufloc_t *loc);
  * the communicator with a sentence. */
 int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
                         size_t len);
+/* Writes len bytes from src at offset off of a peer's CMA location (process_vm_writev): 0,
+ * or -1 after failing the communicator with a sentence. */
+int collie_shm_cma_put(collie_comm_t *comm, int peer, const collie_shm_bufloc_t *loc, uint64_t off, const char *src,
+                       size_t len);
 
 /* Describes [p, p+len) for the other local ranks; false (kind NONE) when they cannot reach
  * it: not collie_mem_alloc memory, and the ranks are not threads of one process. */

@@ -12,7 +12,9 @@
  * use of memory costs 2 to 4 ns a byte on that VM (a first CMA read of a page, a slot's
  * first copy), and each switch paid it again (2 ranks, 1 to 64 MiB, median of 3: 10.4,
  * 10.1, 4.9, 5.4 GB/s busbw against 14.5, 13.7, 9.4, 6.9 by CMA alone). So above 64 KiB
- * it is CMA always, as Open MPI's shared-memory transport does.
+ * it is CMA always, as Open MPI's shared-memory transport does. The shared-memory
+ * collectives use the same calls (algo/native/shm_direct.c), the broadcast's root also
+ * process_vm_writev into its receiver's buffer.
  *
  * Linux allows the read when the reader may ptrace the target: same user, and with Yama's
  * ptrace_scope 1 only a declared tracer, hence prctl(PR_SET_PTRACER). A probe at creation
@@ -65,10 +67,15 @@ void collie_shm_cma_probe(collie_comm_t *comm) {
     probe_value(comm, li, want);
     struct iovec local = {got, sizeof(got)}, remote = {(void *)(uintptr_t)h->cma_addr, sizeof(got)};
     ssize_t n = h->cma_addr ? process_vm_readv(h->cma_pid, &local, 1, &remote, 1, 0) : -1;
-    if (n == (ssize_t)sizeof(got) && !memcmp(got, want, sizeof(got))) continue;
+    const bool read_ok = n == (ssize_t)sizeof(got) && !memcmp(got, want, sizeof(got));
+    /* The broadcast also writes the peer's buffer (algo/native/shm_direct.c): the value
+     * it holds is written back, so a concurrent probe of another rank reads it unchanged. */
+    if (read_ok && process_vm_writev(h->cma_pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(got)) continue;
     ok = false;
-    collie_shm_probe_failed(comm, li, "process_vm_readv",
-                            !h->cma_addr ? "it offered nothing" : n < 0 ? strerror(errno) : "it read another process");
+    collie_shm_probe_failed(comm, li, read_ok ? "process_vm_writev" : "process_vm_readv",
+                            !h->cma_addr ? "it offered nothing"
+                            : read_ok || n < 0 ? strerror(errno)
+                                               : "it read another process");
   }
   atomic_store(&st->mine->cma_peers, ok ? 1u : 0u);
 }
@@ -107,32 +114,35 @@ static bool peer_gone(pid_t pid) {
   return state == 'Z' || state == 'X' || (flags & 0x4u) != 0; /* 0x4: PF_EXITING */
 }
 
-static int read_fail(collie_comm_t *comm, int peer, pid_t pid, uint64_t len, int err) {
+static int rw_fail(collie_comm_t *comm, int peer, pid_t pid, uint64_t len, bool write, int err) {
   char pd[160];
+  const char *call = write ? "process_vm_writev" : "process_vm_readv";
   if (atomic_load(&comm->failed)) return -1;
   collie_peer_desc(comm, peer, pd, sizeof(pd));
   if (err == ESRCH || (err == EFAULT && peer_gone(pid)))
     collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
-                     "%s died while rank %d was reading its %llu-byte message (process_vm_readv: %s); check "
-                     "that rank's log and exit status",
-                     pd, comm->rank, (unsigned long long)len, strerror(err));
+                     "%s died while rank %d was %s its %llu-byte buffer (%s: %s); check that rank's log and exit "
+                     "status",
+                     pd, comm->rank, write ? "writing" : "reading", (unsigned long long)len, call, strerror(err));
   else
     collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
-                     "rank %d could not read a %llu-byte message from %s with process_vm_readv: %s; if the peer "
-                     "is alive, set COLLIE_SHM_CMA=0 to copy messages through shared memory",
-                     comm->rank, (unsigned long long)len, pd, err ? strerror(err) : "short read");
+                     "rank %d could not %s %llu bytes %s %s with %s: %s; if the peer is alive, set "
+                     "COLLIE_SHM_CMA=0 to copy through shared memory",
+                     comm->rank, write ? "write" : "read", (unsigned long long)len, write ? "to" : "from", pd, call,
+                     err ? strerror(err) : "short transfer");
   return -1;
 }
 
-/* Reads len bytes at the sender's address into dst; 0 or the failing errno (-1: short). */
-static int read_all(pid_t pid, char *dst, uint64_t addr, size_t len) {
+/* Moves len bytes between local and the address addr in process pid: reads them into local,
+ * or with `write` writes them from local. 0, or the failing errno (-1: short). */
+static int rw_all(pid_t pid, char *local, uint64_t addr, size_t len, bool write) {
   while (len) {
-    struct iovec local = {dst, len}, remote = {(void *)(uintptr_t)addr, len};
-    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    struct iovec l = {local, len}, remote = {(void *)(uintptr_t)addr, len};
+    ssize_t n = write ? process_vm_writev(pid, &l, 1, &remote, 1, 0) : process_vm_readv(pid, &l, 1, &remote, 1, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno ? errno : -1;
     if (n == 0) return -1;
-    dst += n;
+    local += n;
     addr += (uint64_t)n;
     len -= (size_t)n;
   }
@@ -141,8 +151,14 @@ static int read_all(pid_t pid, char *dst, uint64_t addr, size_t len) {
 
 int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,
                         size_t len) {
-  int e = read_all((pid_t)loc->pid, dst, loc->addr + off, len);
-  return e ? read_fail(comm, peer, (pid_t)loc->pid, len, e > 0 ? e : 0) : 0;
+  int e = rw_all((pid_t)loc->pid, dst, loc->addr + off, len, false);
+  return e ? rw_fail(comm, peer, (pid_t)loc->pid, len, false, e > 0 ? e : 0) : 0;
+}
+
+int collie_shm_cma_put(collie_comm_t *comm, int peer, const collie_shm_bufloc_t *loc, uint64_t off, const char *src,
+                       size_t len) {
+  int e = rw_all((pid_t)loc->pid, (char *)src, loc->addr + off, len, true);
+  return e ? rw_fail(comm, peer, (pid_t)loc->pid, len, true, e > 0 ? e : 0) : 0;
 }
 
 int collie_shm_cma_read(collie_comm_t *comm, int peer, collie_xfer_t *x, const collie_shm_bufloc_t *loc, char *bounce) {
@@ -152,8 +168,8 @@ int collie_shm_cma_read(collie_comm_t *comm, int peer, collie_xfer_t *x, const c
    * size is a multiple of every element size. */
   for (uint64_t off = 0; off < x->nbytes; off += COLLIE_CMA_BOUNCE) {
     size_t len = x->nbytes - off < COLLIE_CMA_BOUNCE ? (size_t)(x->nbytes - off) : COLLIE_CMA_BOUNCE;
-    int e = read_all(pid, bounce, loc->addr + off, len);
-    if (e) return read_fail(comm, peer, pid, x->nbytes, e > 0 ? e : 0);
+    int e = rw_all(pid, bounce, loc->addr + off, len, false);
+    if (e) return rw_fail(comm, peer, pid, x->nbytes, false, e > 0 ? e : 0);
     collie_xfer_deliver(x, off, bounce, len, true);
   }
   return 0;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "algo/native/shm_native.h"
 #include "core/comm.h"
 #include "core/log.h"
 #include "transport/shm.h"
@@ -114,6 +115,7 @@ static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
   ctx->ranks_per_core = hr == comm->nranks ? (double)hr / (st->ncpus > 0 ? st->ncpus : 1) : 1.0;
   ctx->chunk_bytes = comm->chunk_bytes;
   ctx->area_bytes = comm->shm && comm->shm->area_off ? comm->shm->area_size : 0;
+  ctx->bcast_cma = comm->nlocal == comm->nranks && collie_native_bcast_cma(comm);
 }
 
 int collie_tune_candidates(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t **out, int max,

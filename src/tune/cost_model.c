@@ -206,6 +206,9 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
      * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. From 64 KiB a rank the
      * staging's small footprint costs more than that saves (2 ranks, 256 KiB alltoall:
      * 21 to 25 us against pairwise's 12.5), so the estimate stays a message's. */
+    /* A large broadcast whose receivers' buffers the root can write shares its copying:
+     * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
+    if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_cma && n >= COLLIE_SHM_BCAST_SPLIT_BYTES) sent = n * frac;
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
     if (msgs == 1 && per_rank <= COLLIE_SHM_SMALL_REDUCTION_BYTES) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {

@@ -33,6 +33,15 @@ perf_test(alltoall_cma_default_shm ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf>
 perf_test(alltoall_cma_default_pairwise ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 10 -n 1
           -w 0 -A alltoall:pairwise)
 
+# Broadcast on the default settings from 512 KiB: the root writes the first half of the
+# receiver's buffer (process_vm_writev, or memcpy into collie_mem_alloc buffers) while the
+# receiver reads the rest; both roots, in and out of place, sizes that are not multiples
+# of 64 bytes, 5 checked operations a size.
+perf_test(broadcast_split_default ${PERF_CHECK} --rows 16 -- $<TARGET_FILE:broadcast_perf> -p 2 -b 524289 -e 2200000 -i 550001
+          -d int8,float64 -r all -c 5 -n 1 -w 0)
+perf_test(broadcast_split_register ${PERF_CHECK} --rows 4 -- $<TARGET_FILE:broadcast_perf> -p 2 -b 512K -e 4M -f 8 -r all
+          -R 1 -c 5 -n 1 -w 0)
+
 # Under collie-run with 3 ranks, all-reduce's busbw is algbw * 2(n-1)/n = 4/3: in the
 # printed table (to its rounding) and exactly in the JSON.
 perf_test(all_reduce_collie_run_3 ${PERF_CHECK} --ratio 1.3333333333 --json ${CMAKE_CURRENT_BINARY_DIR}/perf_ar3.json --

@@ -177,7 +177,7 @@ static void test_choice(void) {
   collie_tune_table_t t;
   fake_table(&t);
   collie_algo_rules_t none = {0};
-  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0}; /* no shared area: schedules only */
+  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0, false}; /* no shared area: schedules only */
   /* Ring wins at large sizes, recursive doubling or mesh at small ones. */
   for (int p = 3; p <= 7; p += 2) {
     ctx.nranks = p;
@@ -252,6 +252,17 @@ static void test_choice(void) {
     EXPECTF(collie_tune_formula(a->coll, a->name) != NULL, "no formula for %s %s", collie_coll_name(a->coll), a->name);
     EXPECTF(collie_tune_estimate(&ctx, a->coll, a->name, 1 << 20) > 0, "%s %s", collie_coll_name(a->coll), a->name);
   }
+  /* Two ranks: the shared-memory broadcast shares its copying between root and receiver
+   * from COLLIE_SHM_BCAST_SPLIT_BYTES where CMA reaches ordinary buffers, and then wins
+   * over the binomial's one message; below that size, or without CMA, it does not. */
+  ctx.nranks = 2;
+  EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 1u << 20, NULL), "binomial");
+  ctx.bcast_cma = true;
+  EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 1u << 20, NULL), "shm");
+  EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 64u << 20, NULL), "shm");
+  EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 256u << 10, NULL), "binomial");
+  ctx.bcast_cma = false;
+  ctx.nranks = 8;
   ctx.area_bytes = 0;
   EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "shm", 8) < 0);
   EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "nosuch", 8) < 0);
@@ -295,7 +306,7 @@ static void test_comm_context(void) {
 
   /* 64 KiB on 4 ranks: shm figures pick hd (bandwidth), tcp ones rd (latency). */
   comm->nlocal = n;
-  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10, 0};
+  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10, 0, false};
   const collie_algo_t *want_shm = NULL, *want_tcp = NULL;
   size_t bytes = 0;
   for (size_t b = 1024; b <= (16u << 20) && !bytes; b *= 2) {

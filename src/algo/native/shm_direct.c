@@ -10,6 +10,7 @@
  * waits until all others have too: until then they may still use its buffers. */
 #include <string.h>
 
+#include "algo/native/shm_native.h"
 #include "algo/native/shm_rounds.h"
 
 /* Below this the staged path's single synchronisation costs less than the agreement. */
@@ -41,16 +42,24 @@ static bool reads_only(collie_coll_t c) {
   return c == COLLIE_COLL_ALLGATHER || c == COLLIE_COLL_ALLTOALL || c == COLLIE_COLL_BROADCAST;
 }
 
-/* Whether op may read ordinary buffers by CMA: all-to-all, and with COLLIE_SHM_CMA=2 also
- * all-gather and broadcast. Those two measured level or worse by CMA on 4 ranks of 2
- * cores (Intel VM, median of 3: broadcast 256 KiB 3.6 against 5.4 GB/s busbw, 64 MiB
- * 2.25 against 2.63, three readers pinning the root's pages at once; all-gather within
- * 10% either way), so by default they stage. The same answer on every rank. */
-static bool cma_collective(const collie_comm_t *comm, const collie_op_t *op) {
+/* Whether op may reach ordinary buffers by CMA: all-to-all, broadcast between two ranks,
+ * and with COLLIE_SHM_CMA=2 also all-gather and any broadcast. Those measured level or
+ * worse by CMA on 4 ranks of 2 cores (Intel VM, median of 3: broadcast 256 KiB 3.6
+ * against 5.4 GB/s busbw, 64 MiB 2.25 against 2.63, three readers pinning the root's pages
+ * at once; all-gather within 10% either way), so by default they stage. Between two
+ * ranks the broadcast's root writes part of the receiver's buffer while the receiver
+ * reads the rest (bcast_root_share), which staging cannot match. The same answer on
+ * every rank. */
+static bool cma_serves(const collie_comm_t *comm, collie_coll_t coll) {
   const collie_shm_state_t *st = comm->shm;
-  if (!st->cma_ok) return false;
-  return op->coll == COLLIE_COLL_ALLTOALL || (st->cma_mode == 2 && reads_only(op->coll));
+  if (!st || !st->cma_ok) return false;
+  return coll == COLLIE_COLL_ALLTOALL || (st->cma_mode == 2 && reads_only(coll)) ||
+         (coll == COLLIE_COLL_BROADCAST && comm->nranks == 2);
 }
+
+static bool cma_collective(const collie_comm_t *comm, const collie_op_t *op) { return cma_serves(comm, op->coll); }
+
+bool collie_native_bcast_cma(const collie_comm_t *comm) { return cma_serves(comm, COLLIE_COLL_BROADCAST); }
 
 /* Whether this rank reads ordinary buffers by CMA in op: for the collectives above, from
  * COLLIE_CMA_MIN, as messages do (transport/shm.c). The same answer on every rank. */
@@ -74,6 +83,7 @@ bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
 
 bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   collie_shm_bufloc_t *loc = shm_area_of(comm, comm->rank)->loc[g & 1];
+  const size_t v = op->nat_count * op->nat_esz;
   bool reachable = true;
   for (int w = SEND; w <= RECV; w++) {
     size_t len = needed(comm, op, comm->rank, w);
@@ -82,6 +92,11 @@ bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
       collie_shm_cma_locate(p, len, &loc[w]);
     if (len && loc[w].kind == COLLIE_BUFLOC_NONE) reachable = false;
   }
+  /* A broadcast's receiver offers its buffer to the root as well (bcast_root_share); not
+   * needed, so a receiver that cannot offer it simply reads everything. */
+  if (op->coll == COLLIE_COLL_BROADCAST && comm->rank != op->root && v >= COLLIE_SHM_BCAST_SPLIT_BYTES &&
+      !collie_shm_locate(comm, op->bufs[COLLIE_BUF_RECV], v, &loc[RECV]) && by_cma(comm, op))
+    collie_shm_cma_locate(op->bufs[COLLIE_BUF_RECV], v, &loc[RECV]);
   return reachable;
 }
 
@@ -91,7 +106,8 @@ bool collie_direct_agreed(collie_comm_t *comm, const collie_op_t *op, uint64_t g
       const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[g & 1][w];
       if (needed(comm, op, r, w) && loc->kind == COLLIE_BUFLOC_NONE) return false;
       if (loc->kind == COLLIE_BUFLOC_ADDR && !comm->shm->one_process) return false;
-      if (loc->kind == COLLIE_BUFLOC_CMA && (w != SEND || !reads_only(op->coll))) return false;
+      if (loc->kind == COLLIE_BUFLOC_CMA && !reads_only(op->coll)) return false;
+      if (loc->kind == COLLIE_BUFLOC_CMA && w == RECV && op->coll != COLLIE_COLL_BROADCAST) return false;
     }
   return true;
 }
@@ -114,6 +130,33 @@ static int get(collie_comm_t *comm, collie_op_t *op, char *dst, char *const *sen
                const collie_shm_bufloc_t *const *cma, int r, size_t off, size_t n) {
   if (cma[r]) return collie_shm_cma_copy(comm, r, dst, cma[r], off, n);
   shm_put(op, dst, send[r] + off, n, false);
+  return 0;
+}
+
+/* The bytes at the start of receiver r's buffer that the root writes in a broadcast, while
+ * r reads the rest from the root's: 1/n of it, so that the root's CPU copies as much as
+ * each receiver's. Two ranks, 1 to 64 MiB: a broadcast then takes about 60% of the time
+ * of the receiver's single read (AMD VM, process_vm_writev beside process_vm_readv:
+ * 1 MiB 32-38 us against 61-76 us, 64 MiB 4.8-5.7 ms against 9.3-10.4 ms). Below 512 KiB
+ * the extra step does not pay (256 KiB: 26 us either way). 0 where r offered no buffer
+ * (collie_direct_publish). Root and receiver read the same published location, so they
+ * agree. */
+static size_t bcast_root_share(collie_comm_t *comm, const collie_op_t *op, uint64_t g, int r) {
+  const size_t v = op->nat_count * op->nat_esz;
+  if (r == op->root || v < COLLIE_SHM_BCAST_SPLIT_BYTES) return 0;
+  const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[g & 1][RECV];
+  if (loc->kind == COLLIE_BUFLOC_NONE || loc->len < v) return 0;
+  return v / (size_t)comm->nranks & ~(size_t)63;
+}
+
+/* The root's part of a broadcast: the first len bytes of src into receiver r's buffer. */
+static int bcast_put(collie_comm_t *comm, collie_op_t *op, uint64_t g, int r, const char *src, size_t len) {
+  if (!len) return 0;
+  const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[g & 1][RECV];
+  if (loc->kind == COLLIE_BUFLOC_CMA) return collie_shm_cma_put(comm, r, loc, 0, src, len);
+  char *dst = collie_shm_peer_buffer(comm, r, loc);
+  if (!dst) return -1;
+  shm_put(op, dst, src, len, false);
   return 0;
 }
 
@@ -143,7 +186,17 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
       }
       break;
     case COLLIE_COLL_BROADCAST:
-      if (get(comm, op, recv[me], send, cma, root, 0, v) < 0) return -1;
+      if (me == root) {
+        const char *src = op->bufs[COLLIE_BUF_SEND];
+        for (int i = 1; i < n; i++) {
+          const int r = (me + i) % n;
+          if (bcast_put(comm, op, g, r, src, bcast_root_share(comm, op, g, r)) < 0) return -1;
+        }
+        shm_put(op, op->bufs[COLLIE_BUF_RECV], src, v, false); /* out of place: the root's own copy */
+      } else {
+        const size_t lo = bcast_root_share(comm, op, g, me);
+        if (get(comm, op, recv[me] + lo, send, cma, root, lo, v - lo) < 0) return -1;
+      }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: {
       const size_t piece = DIRECT_PIECE_BYTES / e;

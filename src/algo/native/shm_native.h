@@ -11,9 +11,10 @@
  * round g. Small reductions take one synchronisation: every rank reduces everything.
  *
  * The staging is a copy-in / copy-out pipeline in chunks that stay in cache
- * (COLLIE_SHM_COLL_SIZE). Single-copy reads through process_vm_readv were measured at
- * 40 to 60% of memcpy on this machine kind (bench/cma_probe.c), so they serve only the
- * point-to-point messages where they win (transport/shm_cma.c), not these collectives. */
+ * (COLLIE_SHM_COLL_SIZE). Where every buffer is reachable the single-copy path
+ * (shm_direct.c) skips it: collie_mem_alloc memory, threads of one process, or ordinary
+ * buffers by process_vm_readv/writev for the all-to-all and the 2-rank broadcast
+ * (COLLIE_SHM_CMA, docs/tuning.md). */
 #ifndef COLLIE_SHM_NATIVE_H
 #define COLLIE_SHM_NATIVE_H
 
@@ -29,6 +30,15 @@ struct collie_op;
  * (two synchronisations, but each byte is reduced once instead of by every rank). The
  * cost model (tune/cost_model.c) knows this too. */
 #define COLLIE_SHM_SMALL_REDUCTION_BYTES 16384
+
+/* From this size the shared-memory broadcast shares its copying: the root writes 1/p of
+ * each receiver's buffer while the receiver reads the rest (shm_direct.c), where the
+ * receivers' buffers are reachable. */
+#define COLLIE_SHM_BCAST_SPLIT_BYTES (512 * 1024)
+/* Whether the shared-memory broadcast reaches ordinary buffers by CMA on comm, so that it
+ * shares its copying from COLLIE_SHM_BCAST_SPLIT_BYTES whatever the buffers. The same
+ * answer on every rank. */
+bool collie_native_bcast_cma(const collie_comm_t *comm);
 
 /* Whether this communicator can run `coll` with these arguments in shared memory. The
  * answer depends only on things every rank agrees on. */
