@@ -23,6 +23,11 @@ set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm")
 add_test(NAME fault_kill_rank1_allreduce_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 4 1 shm allreduce)
 set_tests_properties(fault_kill_rank1_allreduce_shm PROPERTIES TIMEOUT 90 LABELS fault)
+# The 2-rank broadcast of 1 MiB: the root writes half of the receiver's buffer
+# (process_vm_writev) while the receiver reads the other half; either may die mid-copy.
+add_test(NAME fault_kill_root_broadcast_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 2 0 shm broadcast)
+add_test(NAME fault_kill_receiver_broadcast_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 2 1 shm broadcast)
+set_tests_properties(fault_kill_root_broadcast_shm fault_kill_receiver_broadcast_shm PROPERTIES TIMEOUT 90 LABELS fault)
 # Ranks in different PID namespaces sharing /dev/shm: single copy turns itself off.
 add_test(NAME fault_single_copy_other_pid_namespace COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pidns_test.sh $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_single_copy_other_pid_namespace PROPERTIES TIMEOUT 150 LABELS fault)

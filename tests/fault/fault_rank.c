@@ -1,7 +1,9 @@
 /* One rank of a failure scenario; the scripts beside it start, kill and judge the ranks.
  *
- *   fault_rank loop VICTIM [allreduce]  exchange until an error; pass if the error is
- *                                       COLLIE_ERR_REMOTE and its sentence names "rank VICTIM"
+ *   fault_rank loop VICTIM [allreduce|broadcast]
+ *                                       exchange (or all-reduce, or broadcast from rank 0) 1 MiB
+ *                                       until an error; pass if the error is COLLIE_ERR_REMOTE
+ *                                       and its sentence names "rank VICTIM"
  *   fault_rank exec-timeout             rank 0 waits for a message rank 1 never sends
  *   fault_rank connect-timeout          join a root that does not exist
  *   fault_rank join                     create the communicator, barrier, destroy
@@ -32,7 +34,9 @@ static int fail(const char *what, collie_result_t r, const collie_comm_t *comm) 
   return 1;
 }
 
-static int loop(int victim, int use_allreduce) {
+enum { EXCHANGE, ALLREDUCE, BROADCAST };
+
+static int loop(int victim, int mode) {
   collie_comm_t *comm;
   collie_result_t r = collie_comm_init_env(&comm);
   if (r) return fail("init", r, NULL);
@@ -45,8 +49,10 @@ static int loop(int victim, int use_allreduce) {
   fflush(stdout);
   double t_err = 0;
   for (long it = 0;; it++) {
-    if (use_allreduce) {
+    if (mode == ALLREDUCE) {
       r = collie_allreduce(a, b, count, COLLIE_FLOAT32, COLLIE_SUM, comm);
+    } else if (mode == BROADCAST) {
+      r = collie_broadcast(a, b, count, COLLIE_FLOAT32, 0, comm);
     } else {
       collie_group_start();
       collie_send(a, count, COLLIE_FLOAT32, (rank + 1) % n, comm);
@@ -253,7 +259,11 @@ static int threads(int n, void *(*fn)(void *)) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (argc >= 3 && !strcmp(argv[1], "loop")) return loop(atoi(argv[2]), argc > 3 && !strcmp(argv[3], "allreduce"));
+  if (argc >= 3 && !strcmp(argv[1], "loop"))
+    return loop(atoi(argv[2]), argc < 4                         ? EXCHANGE
+                               : !strcmp(argv[3], "allreduce") ? ALLREDUCE
+                               : !strcmp(argv[3], "broadcast") ? BROADCAST
+                                                               : EXCHANGE);
   if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout();
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
@@ -261,6 +271,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce] | exec-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout\n");
   return 2;
 }

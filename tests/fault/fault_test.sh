@@ -2,7 +2,7 @@
 # Failure scenarios with ranks started by hand (COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR),
 # judged from outside: a killed peer, timeouts, a stranger on the bootstrap port.
 #
-#   fault_test.sh BIN kill NRANKS VICTIM shm|tcp ring|allreduce
+#   fault_test.sh BIN kill NRANKS VICTIM shm|tcp ring|allreduce|broadcast
 #   fault_test.sh BIN exec-timeout | connect-timeout | junk | slow-destroy
 set -u
 bin=$1
