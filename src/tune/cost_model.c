@@ -167,6 +167,21 @@ static int pow2_le(int n) {
   return p;
 }
 
+/* Whether every rank waits for every other at each call of this rooted collective. Down
+ * a tree or a chain ranks run ahead: a sender is done once its message is queued, and
+ * back-to-back calls overlap. The shared area (a staging buffer is reused only once all
+ * have read it) and the two-phase algorithms (every rank exchanges with every other)
+ * make each call a barrier, and with more ranks than cores each barrier is a round of
+ * context switches: their synchronisations then cost p alpha. AMD VM, 2 cores, median
+ * of 3, against binomial: 4 ranks, broadcast 16 B shm 8.4 us against 2.7, 64 KiB shm
+ * 15.8 against 37.9 (bytes still decide there); reduce 16 B shm 9.5 against 2.6, 64 KiB
+ * rs_gather 53 and shm 36 against 13.6; 8 ranks, broadcast 16 B shm 23.1 against 7.3,
+ * reduce 64 KiB rs_gather 252 and shm 116 against 34. */
+static bool all_wait(const formula_t *f) {
+  if (f->coll != COLLIE_COLL_BROADCAST && f->coll != COLLIE_COLL_REDUCE) return false;
+  return f->pipe == PIPE_AREA || !strcmp(f->algo, "rs_gather") || !strcmp(f->algo, "scatter_allgather");
+}
+
 double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, const char *algo, size_t bytes) {
   const formula_t *f = find(coll, algo);
   if (!f) return -1;
@@ -221,6 +236,7 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     msgs += k;
   }
   if (msgs < 0) msgs = 0;
+  if (ctx->ranks_per_core > 1 && all_wait(f)) msgs *= p;
 
   const int link = ctx->link == COLLIE_LINK_TCP ? COLLIE_LINK_TCP : COLLIE_LINK_SHM;
   double alpha = t->link[link].alpha_us, beta = t->link[link].beta_us_per_byte;

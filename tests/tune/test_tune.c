@@ -262,6 +262,24 @@ static void test_choice(void) {
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 64u << 20, NULL), "shm");
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 256u << 10, NULL), "binomial");
   ctx.bcast_cma = false;
+  /* Oversubscribed, the rooted collectives' barrier-like algorithms pay their
+   * synchronisations p times, trees do not: small broadcasts and reduces go down the
+   * binomial tree, large broadcasts still go through the shared area. */
+  {
+    collie_tune_ctx_t busy = ctx;
+    busy.nranks = ctx.nranks = 4, busy.ranks_per_core = 2;
+    for (int c = 0; c < 2; c++) {
+      const collie_coll_t coll = c ? COLLIE_COLL_REDUCE : COLLIE_COLL_BROADCAST;
+      const char *two_phase = c ? "rs_gather" : "scatter_allgather";
+      double tree = collie_tune_estimate(&busy, coll, "binomial", 16) / collie_tune_estimate(&ctx, coll, "binomial", 16);
+      double area = collie_tune_estimate(&busy, coll, "shm", 16) / collie_tune_estimate(&ctx, coll, "shm", 16);
+      double phases = collie_tune_estimate(&busy, coll, two_phase, 16) / collie_tune_estimate(&ctx, coll, two_phase, 16);
+      EXPECTF(area > 3.5 * tree && phases > 3.5 * tree, "%s 16 B, oversubscribed / not: binomial %g, shm %g, %s %g",
+              collie_coll_name(coll), tree, area, two_phase, phases);
+      EXPECT_STR(first(&busy, &none, coll, 16, NULL), "binomial");
+    }
+    EXPECT_STR(first(&busy, &none, COLLIE_COLL_BROADCAST, 4u << 20, NULL), "shm");
+  }
   ctx.nranks = 8;
   ctx.area_bytes = 0;
   EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "shm", 8) < 0);
