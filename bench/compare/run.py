@@ -434,7 +434,9 @@ class Runner:
         gloo_v = self.version_of(["dpkg-query", "-W", "-f=${Version}", "libgloo-dev"], r"(\S+)")
         collie_v = self.version_of([os.path.join(self.build, "bin", "collie-info"), "--version"], r"collie (\S+)")
         commit = self.version_of(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], r"(\w+)")
-        dirty = self.version_of(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], r"(\S)")
+        # bench/results is left out: this run has rewritten its plots already.
+        dirty = self.version_of(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                 ":(exclude)bench/results"], r"(\S)")
         commit += "" if dirty == "?" else " (with uncommitted changes)"
 
         L = []
