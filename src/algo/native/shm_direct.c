@@ -57,19 +57,17 @@ static bool cma_serves(const collie_comm_t *comm, collie_coll_t coll) {
          (coll == COLLIE_COLL_BROADCAST && comm->nranks == 2);
 }
 
-static bool cma_collective(const collie_comm_t *comm, const collie_op_t *op) { return cma_serves(comm, op->coll); }
-
 bool collie_native_bcast_cma(const collie_comm_t *comm) { return cma_serves(comm, COLLIE_COLL_BROADCAST); }
 
 /* Whether this rank reads ordinary buffers by CMA in op: for the collectives above, from
  * COLLIE_CMA_MIN, as messages do (transport/shm.c). The same answer on every rank. */
 static bool by_cma(const collie_comm_t *comm, const collie_op_t *op) {
-  return cma_collective(comm, op) && op->nat_count * op->nat_esz >= COLLIE_CMA_MIN;
+  return cma_serves(comm, op->coll) && op->nat_count * op->nat_esz >= COLLIE_CMA_MIN;
 }
 
 bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
   /* COLLIE_SHM_DIRECT=0 or the probe failed, and CMA does not serve this collective */
-  if (!comm->shm->direct_ok && !cma_collective(comm, op)) return false;
+  if (!comm->shm->direct_ok && !cma_serves(comm, op->coll)) return false;
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -81,22 +79,27 @@ bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {
   }
 }
 
+/* Bytes of this rank's buffer w that it offers beyond what op needs: a large broadcast's
+ * receiver offers its receive buffer to the root (bcast_root_share). A receiver that
+ * cannot offer it simply reads everything. */
+static size_t offered(const collie_comm_t *comm, const collie_op_t *op, int w) {
+  const size_t v = op->nat_count * op->nat_esz;
+  return op->coll == COLLIE_COLL_BROADCAST && w == RECV && comm->rank != op->root &&
+                 v >= COLLIE_SHM_BCAST_SPLIT_BYTES
+             ? v
+             : 0;
+}
+
 bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   collie_shm_bufloc_t *loc = shm_area_of(comm, comm->rank)->loc[g & 1];
-  const size_t v = op->nat_count * op->nat_esz;
   bool reachable = true;
   for (int w = SEND; w <= RECV; w++) {
-    size_t len = needed(comm, op, comm->rank, w);
+    const size_t len = needed(comm, op, comm->rank, w), pub = len ? len : offered(comm, op, w);
     void *p = op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV];
-    if (!collie_shm_locate(comm, p, len, &loc[w]) && len && w == SEND && by_cma(comm, op))
-      collie_shm_cma_locate(p, len, &loc[w]);
+    /* by_cma holds only for collectives whose needed buffers are send buffers */
+    if (!collie_shm_locate(comm, p, pub, &loc[w]) && pub && by_cma(comm, op)) collie_shm_cma_locate(p, pub, &loc[w]);
     if (len && loc[w].kind == COLLIE_BUFLOC_NONE) reachable = false;
   }
-  /* A broadcast's receiver offers its buffer to the root as well (bcast_root_share); not
-   * needed, so a receiver that cannot offer it simply reads everything. */
-  if (op->coll == COLLIE_COLL_BROADCAST && comm->rank != op->root && v >= COLLIE_SHM_BCAST_SPLIT_BYTES &&
-      !collie_shm_locate(comm, op->bufs[COLLIE_BUF_RECV], v, &loc[RECV]) && by_cma(comm, op))
-    collie_shm_cma_locate(op->bufs[COLLIE_BUF_RECV], v, &loc[RECV]);
   return reachable;
 }
 
@@ -106,8 +109,9 @@ bool collie_direct_agreed(collie_comm_t *comm, const collie_op_t *op, uint64_t g
       const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[g & 1][w];
       if (needed(comm, op, r, w) && loc->kind == COLLIE_BUFLOC_NONE) return false;
       if (loc->kind == COLLIE_BUFLOC_ADDR && !comm->shm->one_process) return false;
-      if (loc->kind == COLLIE_BUFLOC_CMA && !reads_only(op->coll)) return false;
-      if (loc->kind == COLLIE_BUFLOC_CMA && w == RECV && op->coll != COLLIE_COLL_BROADCAST) return false;
+      /* by CMA: the others' send buffers are read, and only a broadcast's root writes */
+      if (loc->kind == COLLIE_BUFLOC_CMA && (!reads_only(op->coll) || (w == RECV && op->coll != COLLIE_COLL_BROADCAST)))
+        return false;
     }
   return true;
 }
@@ -149,8 +153,10 @@ static size_t bcast_root_share(collie_comm_t *comm, const collie_op_t *op, uint6
   return v / (size_t)comm->nranks & ~(size_t)63;
 }
 
-/* The root's part of a broadcast: the first len bytes of src into receiver r's buffer. */
-static int bcast_put(collie_comm_t *comm, collie_op_t *op, uint64_t g, int r, const char *src, size_t len) {
+/* The root's part of a broadcast: the first bcast_root_share bytes of src into receiver r's
+ * buffer. */
+static int bcast_put(collie_comm_t *comm, collie_op_t *op, uint64_t g, int r, const char *src) {
+  const size_t len = bcast_root_share(comm, op, g, r);
   if (!len) return 0;
   const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[g & 1][RECV];
   if (loc->kind == COLLIE_BUFLOC_CMA) return collie_shm_cma_put(comm, r, loc, 0, src, len);
@@ -188,10 +194,8 @@ int collie_direct_run(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
     case COLLIE_COLL_BROADCAST:
       if (me == root) {
         const char *src = op->bufs[COLLIE_BUF_SEND];
-        for (int i = 1; i < n; i++) {
-          const int r = (me + i) % n;
-          if (bcast_put(comm, op, g, r, src, bcast_root_share(comm, op, g, r)) < 0) return -1;
-        }
+        for (int i = 1; i < n; i++)
+          if (bcast_put(comm, op, g, (me + i) % n, src) < 0) return -1;
         shm_put(op, op->bufs[COLLIE_BUF_RECV], src, v, false); /* out of place: the root's own copy */
       } else {
         const size_t lo = bcast_root_share(comm, op, g, me);
