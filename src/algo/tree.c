@@ -136,7 +136,8 @@ COLLIE_ALGO_DECL(collie_binomial_broadcast) {
  * parent. Non-root ranks have no receive buffer and accumulate in scratch; leaves send
  * their input as it is.
  *
- * Cost: ceil(log2 p) (alpha + n beta + n gamma). */
+ * Cost: ceil(log2 p) alpha + per level n max(beta/2, gamma): a child stages its message
+ * chunk by chunk while its parent reduces each chunk straight from the staging. */
 COLLIE_ALGO_DECL(collie_binomial_reduce) {
   if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);

@@ -36,7 +36,8 @@
  * the reduction kernels', delta the local copy's; each may be scaled per (collective,
  * algorithm) by the tuning file. When the busiest host has r > 1 ranks per core, alpha
  * grows by 1 + oversub.alpha_scale (r - 1) and beta, gamma and delta by r (the figures
- * are measured with a core per rank). */
+ * are measured with a core per rank); the binomial reduce instead shares the cores among
+ * each level's busy ranks (binomial_reduce_cost). */
 #include <math.h>
 #include <string.h>
 
@@ -94,7 +95,7 @@ static const formula_t formulas[] = {
   {C(BROADCAST),      "scatter_allgather", PIPE_NONE,   0,   false, false, 0,  1,  1,    0,  0,  2,    0,  0,  0,    0,  0,    0,  0,  0,
    "(ceil(log2 p) + p - 1) alpha + 2 (p-1)/p n beta"},
   {C(REDUCE),         "binomial",          PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  1,  0,    0,  1,  0,    0,  0,    0,  0,  0,
-   "ceil(log2 p) (alpha + n beta + n gamma)"},
+   "ceil(log2 p) alpha + per level n max(beta/2, gamma) (beta over TCP); levels with more busy ranks than cores share them"},
   {C(REDUCE),         "chain",             PIPE_STREAM, 1,   false, true,  -1, 0,  1,    1,  0,  0,    1,  0,  0,    0,  0,    0,  0,  0,
    "(p - 2 + k) (alpha + n/k beta + n/k gamma), k = chunks"},
   {C(REDUCE),         "rs_gather",         PIPE_NONE,   0,   false, false, 0,  1,  1,    0,  0,  2,    0,  0,  1,    0,  0,    0,  0,  0,
@@ -182,6 +183,29 @@ static bool all_wait(const formula_t *f) {
   return f->pipe == PIPE_AREA || !strcmp(f->algo, "rs_gather") || !strcmp(f->algo, "scatter_allgather");
 }
 
+/* The binomial reduce's bytes and reductions. At each level a sender stages its partial
+ * result (over shared memory half a message byte's beta: the copy in) while its parent
+ * reduces straight from the staging (gamma: the reduction's read is the copy out), chunk
+ * by chunk, so with a core each a level costs n max(beta/2, gamma), not n (beta + gamma).
+ * The level of span s has ceil((p - s) / 2s) such pairs; when their ranks outnumber the
+ * cores, the pairs share them: pairs n (beta/2 + gamma) / cores. A leaf is done once its
+ * message is staged, so deep levels are not slowed by ranks that have left. AMD VM, 2
+ * cores, malloc buffers, median of 3, GB/s: 2 ranks 1 MiB binomial 21.6 against shm 7.6
+ * (the former estimate chose shm), 4 ranks 4 MiB 7.0 against chain 4.4, 8 ranks 1 MiB
+ * 2.9 against 1.7. */
+static double binomial_reduce_cost(const collie_tune_ctx_t *ctx, double n, double beta, double gamma) {
+  const int p = ctx->nranks;
+  const double staged = ctx->link == COLLIE_LINK_TCP ? beta : beta / 2;
+  const double cores = ctx->ranks_per_core > 1 ? p / ctx->ranks_per_core : p;
+  double t = 0;
+  for (int span = 1; span < p; span *= 2) {
+    const int pairs = (p - span + 2 * span - 1) / (2 * span);
+    const double alone = n * (staged > gamma ? staged : gamma), shared = pairs * n * (staged + gamma) / cores;
+    t += 2 * pairs <= cores || shared < alone ? alone : shared;
+  }
+  return t;
+}
+
 double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, const char *algo, size_t bytes) {
   const formula_t *f = find(coll, algo);
   if (!f) return -1;
@@ -220,12 +244,14 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
      * 0.40; allgather, broadcast, alltoall and reduce_scatter 0.2 to 0.35 us against 0.4
      * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. From 64 KiB a rank the
      * staging's small footprint costs more than that saves (2 ranks, 256 KiB alltoall:
-     * 21 to 25 us against pairwise's 12.5), so the estimate stays a message's. */
+     * 21 to 25 us against pairwise's 12.5), so the estimate stays a message's. Not for a
+     * reduce: the binomial tree's leaves leave once their message is staged, while every
+     * rank waits at the synchronisation (2 ranks, 8 B: binomial 0.45 us, shm 0.66). */
     /* A large broadcast whose receivers' buffers the root can write shares its copying:
      * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
     if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_cma && n >= COLLIE_SHM_BCAST_SPLIT_BYTES) sent = n * frac;
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
-    if (msgs == 1 && per_rank <= COLLIE_SHM_SMALL_REDUCTION_BYTES) msgs = 0.7;
+    if (msgs == 1 && per_rank <= COLLIE_SHM_SMALL_REDUCTION_BYTES && coll != COLLIE_COLL_REDUCE) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {
     double k = ceil(f->stream * n / chunk);
     if (k < 1) k = 1;
@@ -241,19 +267,21 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
   const int link = ctx->link == COLLIE_LINK_TCP ? COLLIE_LINK_TCP : COLLIE_LINK_SHM;
   double alpha = t->link[link].alpha_us, beta = t->link[link].beta_us_per_byte;
   double gamma = t->gamma_us_per_byte, delta = t->delta_us_per_byte;
-  if (ctx->ranks_per_core > 1) {
-    /* More ranks than cores: a rank gets 1/r of a core, so its copies and reductions take
-     * r times longer, and every message waits for a peer to be scheduled. */
-    alpha *= 1 + t->oversub_alpha_scale * (ctx->ranks_per_core - 1);
-    beta *= ctx->ranks_per_core;
-    gamma *= ctx->ranks_per_core;
-    delta *= ctx->ranks_per_core;
-  }
   for (int i = 0; i < t->noverrides; i++)
     if (t->ov[i].coll == (int)coll && !strcmp(t->ov[i].algo, algo)) {
       alpha *= t->ov[i].alpha_scale;
       beta *= t->ov[i].beta_scale;
       gamma *= t->ov[i].gamma_scale;
     }
+  /* More ranks than cores: every message waits for a peer to be scheduled. */
+  if (ctx->ranks_per_core > 1) alpha *= 1 + t->oversub_alpha_scale * (ctx->ranks_per_core - 1);
+  if (coll == COLLIE_COLL_REDUCE && !strcmp(algo, "binomial"))
+    return msgs * alpha + binomial_reduce_cost(ctx, n, beta, gamma);
+  if (ctx->ranks_per_core > 1) {
+    /* A rank gets 1/r of a core, so its copies and reductions take r times longer. */
+    beta *= ctx->ranks_per_core;
+    gamma *= ctx->ranks_per_core;
+    delta *= ctx->ranks_per_core;
+  }
   return msgs * alpha + sent * beta + red * gamma + copied * delta;
 }

@@ -280,6 +280,29 @@ static void test_choice(void) {
     }
     EXPECT_STR(first(&busy, &none, COLLIE_COLL_BROADCAST, 4u << 20, NULL), "shm");
   }
+  /* The binomial reduce overlaps a sender's staging with its parent's reduction, and
+   * oversubscribed only its levels with more busy ranks than cores slow down: it serves
+   * 2 ranks and an oversubscribed host at every size, while with a core per rank the
+   * flat reductions (shm, chain) win from 16 ranks on (theirs do not grow with log p). */
+  {
+    collie_tune_ctx_t busy = ctx;
+    busy.nranks = ctx.nranks = 2;
+    for (size_t b = 8; b <= (64u << 20); b *= 8)
+      EXPECTF(!strcmp(first(&ctx, &none, COLLIE_COLL_REDUCE, b, NULL), "binomial"), "reduce, 2 ranks, %zu B", b);
+    for (int p = 4; p <= 8; p *= 2) {
+      busy.nranks = ctx.nranks = p, busy.ranks_per_core = p / 2.0;
+      for (size_t b = 8; b <= (64u << 20); b *= 8)
+        EXPECTF(!strcmp(first(&busy, &none, COLLIE_COLL_REDUCE, b, NULL), "binomial"), "reduce, %d ranks on 2 cores, %zu B",
+                p, b);
+    }
+    busy.nranks = ctx.nranks = 4, busy.ranks_per_core = 2;
+    const double slowed = collie_tune_estimate(&busy, COLLIE_COLL_REDUCE, "binomial", 64u << 20) /
+                          collie_tune_estimate(&ctx, COLLIE_COLL_REDUCE, "binomial", 64u << 20);
+    EXPECTF(slowed > 1.2 && slowed < 1.6, "binomial reduce, 4 ranks on 2 cores against 4: x%g (one level of two)", slowed);
+    ctx.nranks = 16;
+    const char *flat = first(&ctx, &none, COLLIE_COLL_REDUCE, 64u << 20, NULL);
+    EXPECTF(!strcmp(flat, "shm") || !strcmp(flat, "chain"), "reduce, 16 ranks with a core each, 64 MiB: %s", flat);
+  }
   ctx.nranks = 8;
   ctx.area_bytes = 0;
   EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "shm", 8) < 0);
