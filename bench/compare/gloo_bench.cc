@@ -15,7 +15,7 @@
 //   hd    gloo::AllreduceHalvingDoubling<float>: recursive halving reduce-scatter, then
 //         doubling all-gather (the legacy Algorithm class); in place only.
 //
-// Timing, per size, as tools/perf does: -w warm-up operations, a gloo barrier, -n timed
+// Timing, per size, as tools/perf does: -w warm-up operations, two gloo barriers, -n timed
 // operations; time per operation averaged over ranks, busbw = algbw * 2(n-1)/n; rank 0
 // prints one JSON line per size. -B SEC caps the counts when a size would take longer
 // than SEC (see mpi_coll_bench.c; the line then says "capped": true). One checked
@@ -188,7 +188,8 @@ int rank_main(const Opts &o, int rank, const std::string &dir) {
       }
     }
     for (int i = 0; i < w; i++) op->run();
-    barrier(ctx); // everyone starts the clock together
+    barrier(ctx); // everyone starts the clock together; two, as tools/perf
+    barrier(ctx);
     double t0 = now();
     for (int i = 0; i < iters; i++) op->run();
     double t = (now() - t0) * 1e6 / iters;

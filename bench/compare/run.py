@@ -490,7 +490,7 @@ class Runner:
                      "FileStore in a temporary directory: `gloo::allreduce` with the RING algorithm (out of place) and "
                      "`AllreduceHalvingDoubling` (in place only); all-reduce only.")
         L.append(f"- Sizes {fmt_size(self.minb)} to {fmt_size(self.maxb)}, factor {self.factor}; float32; "
-                 f"per size {self.warmup} warm-up operations, a barrier, {self.iters} timed operations; "
+                 f"per size {self.warmup} warm-up operations, two barriers, {self.iters} timed operations; "
                  "time per operation averaged over ranks (collie's `-a 1`).")
         L.append(f"- {self.repeats} round(s) per (collective, ranks), implementations alternating, order rotated each "
                  "round; the table keeps each implementation's best round per size.")
