@@ -83,7 +83,7 @@ COLLIE_ALGO_DECL(collie_scatter_allgather_broadcast) {
  * Non-root ranks accumulate in scratch, laid out like the vector.
  *
  * Cost: (p - 1 + ceil(log2 p)) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma, against
- * ceil(log2 p) (n beta + n gamma) for a binomial reduce. */
+ * about ceil(log2 p) n max(beta/2, gamma) for a binomial reduce (tree.c). */
 COLLIE_ALGO_DECL(collie_rs_gather_reduce) {
   if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
