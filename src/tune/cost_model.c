@@ -44,6 +44,10 @@
 #include "algo/native/shm_native.h"
 #include "tune/tune.h"
 
+/* Up to this much a rank, the shared-memory all-gather's single synchronisation is
+ * cheaper than a message (see its use below). */
+#define ALLGATHER_SINGLE_SYNC_BYTES (128.0 * 1024)
+
 typedef enum { PIPE_NONE, PIPE_BLOCK, PIPE_STREAM, PIPE_AREA } pipe_t;
 
 typedef struct {
@@ -250,8 +254,14 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     /* A large broadcast whose receivers' buffers the root can write shares its copying:
      * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
     if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_cma && n >= COLLIE_SHM_BCAST_SPLIT_BYTES) sent = n * frac;
+    /* The all-gather keeps it up to 128 KiB a rank: there the staged area beat messages,
+     * staged or read by CMA, in every sweep (AMD VM, 2 ranks, median of 5, GB/s busbw,
+     * shm against rd, by all-gather size: 32 KiB 14.6 against 11.8, 128 KiB 15.9 against 6.2 and 10.8
+     * against 7.4, 256 KiB 11.3 against 7.8 and 11.4 against 8.4). From 512 KiB the CMA
+     * read was ahead or behind by turns (9.9 against 12.9, 10.4 against 9.5). */
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
-    if (msgs == 1 && per_rank <= COLLIE_SHM_SMALL_REDUCTION_BYTES && coll != COLLIE_COLL_REDUCE) msgs = 0.7;
+    const double single = coll == COLLIE_COLL_ALLGATHER ? ALLGATHER_SINGLE_SYNC_BYTES : COLLIE_SHM_SMALL_REDUCTION_BYTES;
+    if (msgs == 1 && per_rank <= single && coll != COLLIE_COLL_REDUCE) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {
     double k = ceil(f->stream * n / chunk);
     if (k < 1) k = 1;

@@ -299,6 +299,11 @@ static void test_choice(void) {
     const double slowed = collie_tune_estimate(&busy, COLLIE_COLL_REDUCE, "binomial", 64u << 20) /
                           collie_tune_estimate(&ctx, COLLIE_COLL_REDUCE, "binomial", 64u << 20);
     EXPECTF(slowed > 1.2 && slowed < 1.6, "binomial reduce, 4 ranks on 2 cores against 4: x%g (one level of two)", slowed);
+    ctx.nranks = 2;
+    /* 2 ranks: the all-gather's single synchronisation wins up to 128 KiB a rank. */
+    EXPECT_STR(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 256u << 10, NULL), "shm");
+    EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 4u << 20, NULL), "shm"), "allgather, 2 ranks, 4 MiB: %s",
+            first(&ctx, &none, COLLIE_COLL_ALLGATHER, 4u << 20, NULL));
     ctx.nranks = 16;
     const char *flat = first(&ctx, &none, COLLIE_COLL_REDUCE, 64u << 20, NULL);
     EXPECTF(!strcmp(flat, "shm") || !strcmp(flat, "chain"), "reduce, 16 ranks with a core each, 64 MiB: %s", flat);
