@@ -31,24 +31,23 @@
  *          most 16 KiB a rank costs 0.7 alpha (no header to match, no queue). Measured on 2 cores (bench/): 1 to 2.8 times the message
  *          algorithms from 3 ranks on; with 2 ranks, level with them up to 1 MiB and up to
  *          1.6 times the ring above.
+ *   TREE   (binomial reduce): per level of the tree, a child stages its message while its
+ *          parent reduces each chunk straight from the staging; the bytes and reductions
+ *          come from tree_levels_cost, the m_* terms as written.
  *
  * alpha and beta are the transport's (shm when every rank shares a host, else tcp), gamma
  * the reduction kernels', delta the local copy's; each may be scaled per (collective,
  * algorithm) by the tuning file. When the busiest host has r > 1 ranks per core, alpha
  * grows by 1 + oversub.alpha_scale (r - 1) and beta, gamma and delta by r (the figures
- * are measured with a core per rank); the binomial reduce instead shares the cores among
- * each level's busy ranks (binomial_reduce_cost). */
+ * are measured with a core per rank); a TREE instead shares the cores among each level's
+ * busy ranks (tree_levels_cost). */
 #include <math.h>
 #include <string.h>
 
 #include "algo/native/shm_native.h"
 #include "tune/tune.h"
 
-/* Up to this much a rank, the shared-memory all-gather's single synchronisation is
- * cheaper than a message (see its use below). */
-#define ALLGATHER_SINGLE_SYNC_BYTES (128.0 * 1024)
-
-typedef enum { PIPE_NONE, PIPE_BLOCK, PIPE_STREAM, PIPE_AREA } pipe_t;
+typedef enum { PIPE_NONE, PIPE_BLOCK, PIPE_STREAM, PIPE_AREA, PIPE_TREE } pipe_t;
 
 typedef struct {
   collie_coll_t coll;
@@ -98,7 +97,7 @@ static const formula_t formulas[] = {
    "(p - 2 + k) (alpha + n/k beta), k = chunks"},
   {C(BROADCAST),      "scatter_allgather", PIPE_NONE,   0,   false, false, 0,  1,  1,    0,  0,  2,    0,  0,  0,    0,  0,    0,  0,  0,
    "(ceil(log2 p) + p - 1) alpha + 2 (p-1)/p n beta"},
-  {C(REDUCE),         "binomial",          PIPE_NONE,   0,   false, false, 0,  1,  0,    0,  1,  0,    0,  1,  0,    0,  0,    0,  0,  0,
+  {C(REDUCE),         "binomial",          PIPE_TREE,   0,   false, false, 0,  1,  0,    0,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
    "ceil(log2 p) alpha + per level n max(beta/2, gamma) (beta over TCP); levels with more busy ranks than cores share them"},
   {C(REDUCE),         "chain",             PIPE_STREAM, 1,   false, true,  -1, 0,  1,    1,  0,  0,    1,  0,  0,    0,  0,    0,  0,  0,
    "(p - 2 + k) (alpha + n/k beta + n/k gamma), k = chunks"},
@@ -187,25 +186,48 @@ static bool all_wait(const formula_t *f) {
   return f->pipe == PIPE_AREA || !strcmp(f->algo, "rs_gather") || !strcmp(f->algo, "scatter_allgather");
 }
 
-/* The binomial reduce's bytes and reductions. At each level a sender stages its partial
- * result (over shared memory half a message byte's beta: the copy in) while its parent
- * reduces straight from the staging (gamma: the reduction's read is the copy out), chunk
- * by chunk, so with a core each a level costs n max(beta/2, gamma), not n (beta + gamma).
- * The level of span s has ceil((p - s) / 2s) such pairs; when their ranks outnumber the
- * cores, the pairs share them: pairs n (beta/2 + gamma) / cores. A leaf is done once its
+/* A single synchronisation for a small call has nothing to match or queue, and costs
+ * less than a message: 2 ranks, 8 B allreduce 0.28 us against recursive doubling's
+ * 0.40; allgather, broadcast, alltoall and reduce_scatter 0.2 to 0.35 us against 0.4
+ * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. From 64 KiB a rank the
+ * staging's small footprint costs more than that saves (2 ranks, 256 KiB alltoall:
+ * 21 to 25 us against pairwise's 12.5), so the estimate stays a message's. Not for a
+ * reduce: the binomial tree's leaves leave once their message is staged, while every
+ * rank waits at the synchronisation (2 ranks, 8 B: binomial 0.45 us, shm 0.66). The
+ * all-gather keeps it up to 128 KiB a rank: there the staged area beat messages, staged
+ * or read by CMA, in every sweep (AMD VM, 2 ranks, median of 5, GB/s busbw, shm against
+ * rd, by all-gather size: 32 KiB 14.6 against 11.8, 128 KiB 15.9 against 6.2 and 10.8
+ * against 7.4, 256 KiB 11.3 against 7.8 and 11.4 against 8.4); from 512 KiB the CMA read
+ * was ahead or behind by turns (9.9 against 12.9, 10.4 against 9.5). Returns the largest
+ * size a rank for which the shared area's single synchronisation costs 0.7 alpha (-1:
+ * none). */
+static double single_sync_bytes(collie_coll_t coll) {
+  switch (coll) {
+    case COLLIE_COLL_REDUCE: return -1;
+    case COLLIE_COLL_ALLGATHER: return 128.0 * 1024;
+    default: return COLLIE_SHM_SMALL_REDUCTION_BYTES;
+  }
+}
+
+/* A TREE's (the binomial reduce's) bytes and reductions. At each level a sender stages
+ * its partial result (over shared memory half a message byte's beta: the copy in) while
+ * its parent reduces straight from the staging (gamma: the reduction's read is the copy
+ * out), chunk by chunk, so with a core each a level costs n max(beta/2, gamma), not
+ * n (beta + gamma). The level of span s has ceil((p - s) / 2s) such pairs, sharing the
+ * cores: it costs the larger of one pair's time and pairs n (beta/2 + gamma) / cores (the
+ * larger only when the pairs' ranks outnumber the cores). A leaf is done once its
  * message is staged, so deep levels are not slowed by ranks that have left. AMD VM, 2
  * cores, malloc buffers, median of 3, GB/s: 2 ranks 1 MiB binomial 21.6 against shm 7.6
  * (the former estimate chose shm), 4 ranks 4 MiB 7.0 against chain 4.4, 8 ranks 1 MiB
  * 2.9 against 1.7. */
-static double binomial_reduce_cost(const collie_tune_ctx_t *ctx, double n, double beta, double gamma) {
+static double tree_levels_cost(const collie_tune_ctx_t *ctx, double n, double beta, double gamma) {
   const int p = ctx->nranks;
   const double staged = ctx->link == COLLIE_LINK_TCP ? beta : beta / 2;
   const double cores = ctx->ranks_per_core > 1 ? p / ctx->ranks_per_core : p;
   double t = 0;
   for (int span = 1; span < p; span *= 2) {
-    const int pairs = (p - span + 2 * span - 1) / (2 * span);
-    const double alone = n * (staged > gamma ? staged : gamma), shared = pairs * n * (staged + gamma) / cores;
-    t += 2 * pairs <= cores || shared < alone ? alone : shared;
+    const int pairs = (p + span - 1) / (2 * span);
+    t += fmax(n * fmax(staged, gamma), pairs * n * (staged + gamma) / cores);
   }
   return t;
 }
@@ -243,25 +265,11 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     } else if (red > (double)ctx->area_bytes && ctx->ranks_per_core <= 1) {
       red = (double)ctx->area_bytes; /* a rank reduces round g while the others stage g+1 */
     }
-    /* A single synchronisation for a small call has nothing to match or queue, and costs
-     * less than a message: 2 ranks, 8 B allreduce 0.28 us against recursive doubling's
-     * 0.40; allgather, broadcast, alltoall and reduce_scatter 0.2 to 0.35 us against 0.4
-     * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. From 64 KiB a rank the
-     * staging's small footprint costs more than that saves (2 ranks, 256 KiB alltoall:
-     * 21 to 25 us against pairwise's 12.5), so the estimate stays a message's. Not for a
-     * reduce: the binomial tree's leaves leave once their message is staged, while every
-     * rank waits at the synchronisation (2 ranks, 8 B: binomial 0.45 us, shm 0.66). */
     /* A large broadcast whose receivers' buffers the root can write shares its copying:
      * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
     if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_cma && n >= COLLIE_SHM_BCAST_SPLIT_BYTES) sent = n * frac;
-    /* The all-gather keeps it up to 128 KiB a rank: there the staged area beat messages,
-     * staged or read by CMA, in every sweep (AMD VM, 2 ranks, median of 5, GB/s busbw,
-     * shm against rd, by all-gather size: 32 KiB 14.6 against 11.8, 128 KiB 15.9 against 6.2 and 10.8
-     * against 7.4, 256 KiB 11.3 against 7.8 and 11.4 against 8.4). From 512 KiB the CMA
-     * read was ahead or behind by turns (9.9 against 12.9, 10.4 against 9.5). */
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
-    const double single = coll == COLLIE_COLL_ALLGATHER ? ALLGATHER_SINGLE_SYNC_BYTES : COLLIE_SHM_SMALL_REDUCTION_BYTES;
-    if (msgs == 1 && per_rank <= single && coll != COLLIE_COLL_REDUCE) msgs = 0.7;
+    if (msgs == 1 && per_rank <= single_sync_bytes(coll)) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {
     double k = ceil(f->stream * n / chunk);
     if (k < 1) k = 1;
@@ -285,8 +293,7 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     }
   /* More ranks than cores: every message waits for a peer to be scheduled. */
   if (ctx->ranks_per_core > 1) alpha *= 1 + t->oversub_alpha_scale * (ctx->ranks_per_core - 1);
-  if (coll == COLLIE_COLL_REDUCE && !strcmp(algo, "binomial"))
-    return msgs * alpha + binomial_reduce_cost(ctx, n, beta, gamma);
+  if (f->pipe == PIPE_TREE) return msgs * alpha + tree_levels_cost(ctx, n, beta, gamma);
   if (ctx->ranks_per_core > 1) {
     /* A rank gets 1/r of a core, so its copies and reductions take r times longer. */
     beta *= ctx->ranks_per_core;
