@@ -266,6 +266,8 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   choose_wait_policy(comm);
   choose_chunk(comm);
   spread_local_ranks(comm);
+  res = collie_shm_cma_measure(comm); /* a working communicator, ranks placed */
+  if (res) goto fail;
   log_topology(comm);
   *out = comm;
   return COLLIE_SUCCESS;

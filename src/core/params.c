@@ -50,14 +50,15 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
                              "of one process) and a probe at creation found them mappable; 0: always stage."},
-    [COLLIE_P_SHM_CMA] = {"COLLIE_SHM_CMA", COLLIE_PT_INT, "1",
+    [COLLIE_P_SHM_CMA] = {"COLLIE_SHM_CMA", COLLIE_PT_INT, NULL,
                           "Point-to-point messages between processes of one host read by the receiver straight "
                           "from the sender's ordinary buffer with process_vm_readv (single copy): 0 never; 1 "
                           "messages of 64 KiB and more (not reductions), the shared-memory all-to-all, and the "
                           "shared-memory broadcast of 2 ranks (whose root also writes part of the receiver's buffer "
-                          "with process_vm_writev); 2 also the shared-memory all-gather and any broadcast. Needs "
-                          "ranks that may read each other (same user; a probe at creation checks; collie calls "
-                          "prctl(PR_SET_PTRACER) for Yama)."},
+                          "with process_vm_writev); 2 also the shared-memory all-gather and any broadcast. Unset: "
+                          "as 1 if an exchange timed at creation found it faster than the shared-memory ring, "
+                          "else as 0. Needs ranks that may read each other (same user; a probe at creation "
+                          "checks; collie calls prctl(PR_SET_PTRACER) for Yama)."},
     [COLLIE_P_STREAM_BYTES] = {"COLLIE_STREAM_BYTES", COLLIE_PT_SIZE, "16M",
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "

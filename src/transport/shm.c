@@ -290,7 +290,7 @@ static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x,
     /* An ordinary buffer: by CMA (shm_cma.c); not for reductions, whose pipelines stall
      * while each send waits for its read to end (2 ranks, 512 KiB allreduce 81 us against
      * 38 through the ring). */
-    if (reduces(x->hdr.coll) || !st->cma_ok || x->nbytes < COLLIE_CMA_MIN) return false;
+    if (reduces(x->hdr.coll) || !st->cma_ok || !st->cma_msgs || x->nbytes < COLLIE_CMA_MIN) return false;
     collie_shm_cma_locate(x->sbuf, x->nbytes, &loc);
   }
   slot->hdr = x->hdr;

@@ -27,7 +27,8 @@ typedef struct {
   uint64_t probe_id;
   _Atomic uint32_t maps_peers;
   /* The cross-memory-attach probe (shm_cma.c): whether the owner could read every peer
-   * with process_vm_readv, and where the owner's probe value is. */
+   * with process_vm_readv (CMA_PEERS_READ), whether it leaves the choice to the measurement
+   * at creation (CMA_PEERS_MEASURE: COLLIE_SHM_CMA unset), and where its probe value is. */
   _Atomic uint32_t cma_peers;
   int32_t cma_pid;
   uint32_t cma_pad;
@@ -106,8 +107,11 @@ typedef struct collie_shm_state {
   bool one_process; /* every rank is a thread of this process */
   bool direct_ok;   /* every local rank can map every other's collie_mem_alloc memory */
   bool cma_ok;      /* every local rank can read every other with process_vm_readv */
+  bool cma_msgs;    /* and messages (and the all-to-all) from 64 KiB do: unless measured slower */
+  bool cma_measure; /* after settling: cma_ok, with cma_msgs left to collie_shm_cma_measure */
   bool prewrite;    /* rings and staging buffers are mapped (and written) whole at creation */
-  int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB, 2 also all-gather and broadcast */
+  int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB (also when unset:
+                     * measured), 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
   void *probe;      /* this rank's probe page, until the ranks have agreed */
   struct collie_shm_peer_map *maps; /* peers' collie_mem_alloc allocations mapped here */
@@ -135,6 +139,13 @@ void collie_shm_probe_settle(collie_comm_t *comm);
 void collie_shm_cma_offer(collie_comm_t *comm);
 void collie_shm_cma_probe(collie_comm_t *comm);
 void collie_shm_cma_settle(collie_comm_t *comm);
+#define CMA_PEERS_READ 1u
+#define CMA_PEERS_MEASURE 2u
+/* COLLIE_SHM_CMA unset (shm_cma_choice.c): on a working communicator, local ranks 0 and 1
+ * time an exchange of ordinary buffers by CMA and through the ring, and every local rank
+ * keeps CMA for messages (cma_msgs) only if it was faster. Called by every rank after creation; returns at once
+ * where there is nothing to measure. */
+collie_result_t collie_shm_cma_measure(collie_comm_t *comm);
 /* Reads x's payload (all of it) from the sender's buffer at loc into x's destination,
  * reducing when x is a receive-reduce (through `bounce`, COLLIE_CMA_BOUNCE bytes). 0, or
  * -1 after failing the communicator with a sentence. */

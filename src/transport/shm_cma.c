@@ -2,19 +2,17 @@
  * travels as its location, and the receiver reads it from the sender's ordinary (malloc)
  * buffer with process_vm_readv: one copy instead of two through the ring.
  *
- * Which sizes (COLLIE_SHM_CMA, docs/tuning.md): every message from 64 KiB (2 ranks,
- * all-to-all, 64 KiB messages 19.6 us through the ring against 7.9, 128 KiB 23.8 against
- * 15.0). Above 256 KiB the two ways trade places with the machine: CMA wins 1.5 to 2 times
- * on an Intel VM and 3 to 5 times on an AMD VM in its slow phases; in that VM's fast
- * phase either way led by 10 to 90% in sweeps 20 minutes apart (2-rank all-to-all, 1 to
- * 64 MiB). Weighing the two from measured copy costs, with a message now and then the
- * other way to keep both figures current, lost more than it chose well: a way's first
- * use of memory costs 2 to 4 ns a byte on that VM (a first CMA read of a page, a slot's
- * first copy), and each switch paid it again (2 ranks, 1 to 64 MiB, median of 3: 10.4,
- * 10.1, 4.9, 5.4 GB/s busbw against 14.5, 13.7, 9.4, 6.9 by CMA alone). So above 64 KiB
- * it is CMA always, as Open MPI's shared-memory transport does. The shared-memory
- * collectives use the same calls (algo/native/shm_direct.c), the broadcast's root also
- * process_vm_writev into its receiver's buffer.
+ * Which messages (COLLIE_SHM_CMA, docs/tuning.md): every one from 64 KiB that is not part
+ * of a reduction, when COLLIE_SHM_CMA is 1 or 2, or, unset, when CMA won the exchange timed
+ * at creation (shm_cma_choice.c: the ring won in the AMD VM's usual state, CMA in its slow
+ * one and on an Intel VM). Weighing the two message by message from measured copy costs,
+ * with a message now and then the other way to keep both figures current, lost more than
+ * it chose well: a way's first use of memory costs 2 to 4 ns a byte on that VM (a first
+ * CMA read of a page, a slot's first copy), and each switch paid it again (2 ranks, 1 to
+ * 64 MiB, median of 3: 10.4, 10.1, 4.9, 5.4 GB/s busbw against 14.5, 13.7, 9.4, 6.9 by CMA
+ * alone); the measurement at creation switches once. The shared-memory collectives use
+ * the same calls (algo/native/shm_direct.c), the broadcast's root also process_vm_writev
+ * into its receiver's buffer.
  *
  * Linux allows the read when the reader may ptrace the target: same user, and with Yama's
  * ptrace_scope 1 only a declared tracer, hence prctl(PR_SET_PTRACER). A probe at creation
@@ -46,7 +44,10 @@ static void probe_value(const collie_comm_t *comm, int local_index, uint64_t v[2
 
 void collie_shm_cma_offer(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
-  st->cma_mode = (int)collie_param_int(COLLIE_P_SHM_CMA);
+  /* Unset: on, unless the measurement after creation finds the ring faster. */
+  const bool measure = !strcmp(collie_param_source(COLLIE_P_SHM_CMA), "unset");
+  st->cma_mode = measure ? 1 : (int)collie_param_int(COLLIE_P_SHM_CMA);
+  st->cma_measure = measure;
   if (st->cma_mode <= 0) return;
 #ifdef PR_SET_PTRACER
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* EINVAL without Yama: nothing to allow */
@@ -76,16 +77,20 @@ void collie_shm_cma_probe(collie_comm_t *comm) {
                             : read_ok || n < 0 ? strerror(errno)
                                                : "it read another process");
   }
-  atomic_store(&st->mine->cma_peers, ok ? 1u : 0u);
+  atomic_store(&st->mine->cma_peers, ok ? CMA_PEERS_READ | (st->cma_measure ? CMA_PEERS_MEASURE : 0u) : 0u);
 }
 
 void collie_shm_cma_settle(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
-  bool ok = st->cma_mode > 0;
-  for (int li = 0; li < comm->nlocal; li++)
-    if (!st->segs[li] || !atomic_load(&((collie_shm_seg_hdr_t *)st->segs[li])->cma_peers)) ok = false;
-  st->cma_ok = ok;
-  if (ok)
+  bool ok = st->cma_mode > 0, measure = true;
+  for (int li = 0; li < comm->nlocal; li++) {
+    const uint32_t peers = st->segs[li] ? atomic_load(&((collie_shm_seg_hdr_t *)st->segs[li])->cma_peers) : 0u;
+    if (!(peers & CMA_PEERS_READ)) ok = false;
+    if (!(peers & CMA_PEERS_MEASURE)) measure = false; /* a rank that set COLLIE_SHM_CMA: no one measures */
+  }
+  st->cma_ok = st->cma_msgs = ok;
+  st->cma_measure = ok && measure;
+  if (ok && !st->cma_measure)
     COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "process_vm_readv on for messages of %d KiB and more%s",
                 COLLIE_CMA_MIN / 1024,
                 st->cma_mode == 2 ? ", and in the shared-memory all-to-all, all-gather and broadcast"

@@ -115,7 +115,7 @@ static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
   ctx->ranks_per_core = hr == comm->nranks ? (double)hr / (st->ncpus > 0 ? st->ncpus : 1) : 1.0;
   ctx->chunk_bytes = comm->chunk_bytes;
   ctx->area_bytes = comm->shm && comm->shm->area_off ? comm->shm->area_size : 0;
-  ctx->bcast_cma = comm->nlocal == comm->nranks && collie_native_bcast_cma(comm);
+  ctx->bcast_split_min = comm->nlocal == comm->nranks ? collie_native_bcast_split_min(comm) : 0;
 }
 
 int collie_tune_candidates(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t **out, int max,

@@ -267,7 +267,7 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     }
     /* A large broadcast whose receivers' buffers the root can write shares its copying:
      * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
-    if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_cma && n >= COLLIE_SHM_BCAST_SPLIT_BYTES) sent = n * frac;
+    if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_split_min && n >= (double)ctx->bcast_split_min) sent = n * frac;
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
     if (msgs == 1 && per_rank <= single_sync_bytes(coll)) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {

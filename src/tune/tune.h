@@ -94,7 +94,8 @@ typedef struct {
   double ranks_per_core;  /* ranks on the busiest host / its online cores (< 1: not oversubscribed) */
   size_t chunk_bytes;     /* pipelining chunk (COLLIE_CHUNK_SIZE); 0: 64 KiB */
   size_t area_bytes;      /* shared-memory collectives' round (COLLIE_SHM_COLL_SIZE); 0: none */
-  bool bcast_cma;         /* the shared-memory broadcast reaches ordinary buffers by CMA */
+  size_t bcast_split_min; /* from this size the shared-memory broadcast shares its copying on any
+                           * buffers (collie_native_bcast_split_min); 0: never */
 } collie_tune_ctx_t;
 
 /* Estimated microseconds of one rank's part; a negative value when the model has no

@@ -118,8 +118,8 @@ add_coll_test(coll_cma_3 300 "COLLIE_SHM_CMA=2;COLLIE_SHM_COLL_SIZE=0" ${COLL_RU
 add_coll_test(coll_cma_pairwise_4 300 "COLLIE_SHM_CMA=2;COLLIE_ALGO=pairwise;COLLIE_CHUNK_SIZE=65536" ${COLL_RUN}
               -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big --coll alltoall,alltoallv,p2p)
 # The shared-memory collectives reading ordinary buffers with process_vm_readv, forced
-# (COLLIE_SHM_CMA=2) for all-to-all, all-gather and broadcast (about 160 reads); the
-# default settings run in the perf tests (perf_alltoall_cma_default_*).
+# (COLLIE_SHM_CMA=2) for all-to-all, all-gather and broadcast (about 160 reads); with
+# COLLIE_SHM_CMA=1 and unset (measured) in the perf tests (perf_alltoall_cma_*, perf_cma_choice).
 add_coll_test(coll_cma_shm_3 300 "COLLIE_SHM_CMA=2;COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK}
               --dtypes quick --big --coll allgather,alltoall,broadcast,allreduce)
 # The same with the single-copy path off: everything staged.

@@ -25,22 +25,27 @@ foreach(b all_reduce all_gather all_gatherv broadcast reduce reduce_scatter redu
   perf_test(${b} ${PERF_CHECK} -- $<TARGET_FILE:${b}_perf> -p 2 -b 8 -e 1M -f 32 -c 1)
 endforeach()
 
-# All-to-all on the default settings, which read ordinary buffers with process_vm_readv
-# from 64 KiB (COLLIE_SHM_CMA=1), through the shared-memory collective and through
-# messages: 10 checked operations a size.
-perf_test(alltoall_cma_default_shm ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 10 -n 1 -w 0
+# All-to-all with COLLIE_SHM_CMA=1, which reads ordinary buffers with process_vm_readv
+# from 64 KiB, through the shared-memory collective and through messages: 10 checked
+# operations a size. (Unset, the choice is measured: perf_cma_choice.)
+perf_test(alltoall_cma_shm ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 10 -n 1 -w 0
           -A alltoall:shm)
-perf_test(alltoall_cma_default_pairwise ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 10 -n 1
+perf_test(alltoall_cma_pairwise ${PERF_CHECK} -- $<TARGET_FILE:alltoall_perf> -p 2 -b 256K -e 4M -f 4 -c 10 -n 1
           -w 0 -A alltoall:pairwise)
 
-# Broadcast on the default settings from 512 KiB: the root writes the first half of the
+# Broadcast with COLLIE_SHM_CMA=1 from 512 KiB: the root writes the first half of the
 # receiver's buffer (process_vm_writev, or memcpy into collie_mem_alloc buffers) while the
 # receiver reads the rest; both roots, in and out of place, sizes that are not multiples
 # of 64 bytes, 5 checked operations a size.
-perf_test(broadcast_split_default ${PERF_CHECK} --rows 16 -- $<TARGET_FILE:broadcast_perf> -p 2 -b 524289 -e 2200000 -i 550001
+perf_test(broadcast_split_cma ${PERF_CHECK} --rows 16 -- $<TARGET_FILE:broadcast_perf> -p 2 -b 524289 -e 2200000 -i 550001
           -d int8,float64 -r all -c 5 -n 1 -w 0)
 perf_test(broadcast_split_register ${PERF_CHECK} --rows 4 -- $<TARGET_FILE:broadcast_perf> -p 2 -b 512K -e 4M -f 8 -r all
           -R 1 -c 5 -n 1 -w 0)
+foreach(t alltoall_cma_shm alltoall_cma_pairwise broadcast_split_cma)
+  set_tests_properties(perf_${t} PROPERTIES ENVIRONMENT "${PERF_ENV};COLLIE_SHM_CMA=1")
+endforeach()
+# COLLIE_SHM_CMA unset: the exchange timed at creation, its one log line, results either way.
+perf_test(cma_choice bash ${CMAKE_CURRENT_LIST_DIR}/cma_choice_test.sh ${CMAKE_BINARY_DIR}/bin)
 
 # Under collie-run with 3 ranks, all-reduce's busbw is algbw * 2(n-1)/n = 4/3: in the
 # printed table (to its rounding) and exactly in the JSON.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../unit/core_unit.h"
+#include "algo/native/shm_native.h"
 #include "collie.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -257,11 +258,15 @@ static void test_choice(void) {
    * over the binomial's one message; below that size, or without CMA, it does not. */
   ctx.nranks = 2;
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 1u << 20, NULL), "binomial");
-  ctx.bcast_cma = true;
+  ctx.bcast_split_min = COLLIE_SHM_BCAST_SPLIT_BYTES;
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 1u << 20, NULL), "shm");
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 64u << 20, NULL), "shm");
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 256u << 10, NULL), "binomial");
-  ctx.bcast_cma = false;
+  /* CMA measured slower than the ring: the split only beyond the caches */
+  ctx.bcast_split_min = COLLIE_SHM_BCAST_CMA_FAR;
+  EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 4u << 20, NULL), "binomial");
+  EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 16u << 20, NULL), "shm");
+  ctx.bcast_split_min = 0;
   /* Oversubscribed, the rooted collectives' barrier-like algorithms pay their
    * synchronisations p times, trees do not: small broadcasts and reduces go down the
    * binomial tree, large broadcasts still go through the shared area. */

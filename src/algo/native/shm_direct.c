@@ -42,8 +42,9 @@ static bool reads_only(collie_coll_t c) {
   return c == COLLIE_COLL_ALLGATHER || c == COLLIE_COLL_ALLTOALL || c == COLLIE_COLL_BROADCAST;
 }
 
-/* Whether op may reach ordinary buffers by CMA: all-to-all, broadcast between two ranks,
- * and with COLLIE_SHM_CMA=2 also all-gather and any broadcast. Those measured level or
+/* Whether op may reach ordinary buffers by CMA: all-to-all (where messages do: cma_msgs),
+ * broadcast between two ranks, and with COLLIE_SHM_CMA=2 also all-gather and any broadcast.
+ * Those measured level or
  * worse by CMA on 4 ranks of 2 cores (Intel VM, median of 3: broadcast 256 KiB 3.6
  * against 5.4 GB/s busbw, 64 MiB 2.25 against 2.63, three readers pinning the root's pages
  * at once; all-gather within 10% either way), so by default they stage. Between two
@@ -53,16 +54,33 @@ static bool reads_only(collie_coll_t c) {
 static bool cma_serves(const collie_comm_t *comm, collie_coll_t coll) {
   const collie_shm_state_t *st = comm->shm;
   if (!st || !st->cma_ok) return false;
-  return coll == COLLIE_COLL_ALLTOALL || (st->cma_mode == 2 && reads_only(coll)) ||
+  return (coll == COLLIE_COLL_ALLTOALL && st->cma_msgs) || (st->cma_mode == 2 && reads_only(coll)) ||
          (coll == COLLIE_COLL_BROADCAST && comm->nranks == 2);
 }
 
-bool collie_native_bcast_cma(const collie_comm_t *comm) { return cma_serves(comm, COLLIE_COLL_BROADCAST); }
+/* From which size the collectives above read ordinary buffers by CMA: COLLIE_CMA_MIN, as
+ * messages do (transport/shm.c), except where the ring measured faster at creation
+ * (transport/shm_cma_choice.c). Then only the 2-rank broadcast uses it, from
+ * COLLIE_SHM_BCAST_CMA_FAR: in cache the ring's two user-space copies on two CPUs beat the
+ * kernel's one, but beyond the caches its split single copy moves half the memory traffic
+ * (AMD VM, in place, median of 3, busbw GB/s, ring against split CMA: 4 MiB 55.9 against
+ * 26.4, 16 MiB 13.1 against 13.6, 64 MiB 10.2 against 13.2). 0: never. The same answer on
+ * every rank. */
+static size_t cma_min_bytes(const collie_comm_t *comm, collie_coll_t coll) {
+  if (!cma_serves(comm, coll)) return 0;
+  if (comm->shm->cma_msgs) return COLLIE_CMA_MIN;
+  return coll == COLLIE_COLL_BROADCAST ? COLLIE_SHM_BCAST_CMA_FAR : 0;
+}
 
-/* Whether this rank reads ordinary buffers by CMA in op: for the collectives above, from
- * COLLIE_CMA_MIN, as messages do (transport/shm.c). The same answer on every rank. */
+size_t collie_native_bcast_split_min(const collie_comm_t *comm) {
+  const size_t m = cma_min_bytes(comm, COLLIE_COLL_BROADCAST);
+  return m && m < COLLIE_SHM_BCAST_SPLIT_BYTES ? COLLIE_SHM_BCAST_SPLIT_BYTES : m;
+}
+
+/* Whether this rank reads ordinary buffers by CMA in op. The same answer on every rank. */
 static bool by_cma(const collie_comm_t *comm, const collie_op_t *op) {
-  return cma_serves(comm, op->coll) && op->nat_count * op->nat_esz >= COLLIE_CMA_MIN;
+  const size_t m = cma_min_bytes(comm, op->coll);
+  return m && op->nat_count * op->nat_esz >= m;
 }
 
 bool collie_direct_wanted(const collie_comm_t *comm, const collie_op_t *op) {

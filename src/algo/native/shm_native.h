@@ -35,10 +35,13 @@ struct collie_op;
  * each receiver's buffer while the receiver reads the rest (shm_direct.c), where the
  * receivers' buffers are reachable. */
 #define COLLIE_SHM_BCAST_SPLIT_BYTES (512 * 1024)
-/* Whether the shared-memory broadcast reaches ordinary buffers by CMA on comm, so that it
- * shares its copying from COLLIE_SHM_BCAST_SPLIT_BYTES whatever the buffers. The same
+/* Where CMA was measured slower than the ring for messages, the 2-rank broadcast still
+ * reaches ordinary buffers by it from this size, beyond the caches (shm_direct.c). */
+#define COLLIE_SHM_BCAST_CMA_FAR ((size_t)16 << 20)
+/* From which size the shared-memory broadcast shares its copying on comm whatever the
+ * buffers (it reaches ordinary ones by CMA); 0: only with reachable buffers. The same
  * answer on every rank. */
-bool collie_native_bcast_cma(const collie_comm_t *comm);
+size_t collie_native_bcast_split_min(const collie_comm_t *comm);
 
 /* Whether this communicator can run `coll` with these arguments in shared memory. The
  * answer depends only on things every rank agrees on. */
