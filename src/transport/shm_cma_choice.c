@@ -6,8 +6,8 @@
  * the sender's pages) and on the receiver's CPU alone; the ring copies twice, in user space
  * and on both CPUs at once. On the AMD EPYC VM the kernel's copy stops at about 15 GB/s even
  * for data in cache, where memcpy runs at 50 to 120, and in that VM's usual state the ring
- * was the faster way (2 ranks, median of 3, busbw GB/s, ring against CMA: sendrecv 1 MiB
- * 43 against 82 us, all-to-all 1 MiB 18.4 against 7.7, all-gather 1 MiB 19.6 against 9.9,
+ * was the faster way (2 ranks, ring against CMA: the exchange below 36 against 74 us; median
+ * of 3, busbw GB/s: all-to-all 1 MiB 18.4 against 7.7, all-gather 1 MiB 19.6 against 9.9,
  * broadcast 256 KiB 47.5 against 14.4). In its slow states, where copies handed from one CPU
  * to another crawl, and on an Intel VM, CMA won 1.5 to 5 times (docs/tuning.md). A fixed
  * rule lost one of the two by 2 to 5 times, so the ranks ask the machine.
@@ -20,6 +20,7 @@
  * messages depend on it, and the cost model reads it only when every rank is on one host.
  * The moment matters as much as the machine (a slow state lasts minutes), which is why it
  * is measured here and not once by collie-tune. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,14 +67,30 @@ static collie_result_t time_both_ways(collie_comm_t *comm, int peer, int64_t bes
     int64_t ns = 0;
     st->cma_msgs = cma; /* what this rank's sends do; both ranks switch in step */
     res = exchange(comm, peer, sbuf, rbuf, &ns);
-    if (!res && i >= 2 * MEASURE_WARMUPS && ns < best[cma]) best[cma] = ns;
+    if (res) break;
+    if (i >= 2 * MEASURE_WARMUPS && ns < best[cma]) best[cma] = ns;
+    /* each way must deliver, to its last byte: the peer filled its buffer with its index + 1 */
+    const char want = (char)(2 - comm->local_rank);
+    if (rbuf[0] != want || rbuf[MEASURE_BYTES - 1] != want)
+      res = collie_error(comm, COLLIE_ERR_INTERNAL,
+                         "rank %d: the exchange %s that measures process_vm_readv delivered wrong data; set "
+                         "COLLIE_SHM_CMA=0 and report this",
+                         comm->rank, cma ? "by process_vm_readv" : "through the shared-memory ring");
+    rbuf[0] = rbuf[MEASURE_BYTES - 1] = 0;
   }
-  if (!res && rbuf[0] != (char)(2 - comm->local_rank))
-    res = collie_error(comm, COLLIE_ERR_INTERNAL,
-                       "rank %d: the exchange that measures process_vm_readv delivered wrong data", comm->rank);
   free(sbuf);
   free(rbuf);
   return res;
+}
+
+/* The verdict, one byte from local rank 0 to local rank li (or received from it). Posted
+ * and waited for here, not through collie_send/collie_recv: a communicator created inside
+ * collie_group_start/end would only queue those. */
+static collie_result_t verdict(collie_comm_t *comm, bool send, int peer, uint8_t *b) {
+  collie_request_t *req;
+  collie_result_t res = send ? collie_isend(b, 1, COLLIE_UINT8, peer, comm, &req)
+                             : collie_irecv(b, 1, COLLIE_UINT8, peer, comm, &req);
+  return res ? res : collie_wait(req);
 }
 
 collie_result_t collie_shm_cma_measure(collie_comm_t *comm) {
@@ -87,20 +104,24 @@ collie_result_t collie_shm_cma_measure(collie_comm_t *comm) {
   if (res) return res;
   if (comm->local_rank == 0) {
     use_cma = best[1] < best[0];
-    for (int li = 1; !res && li < comm->nlocal; li++)
-      res = collie_send(&use_cma, 1, COLLIE_UINT8, comm->local_ranks[li], comm);
+    for (int li = 1; !res && li < comm->nlocal; li++) res = verdict(comm, true, comm->local_ranks[li], &use_cma);
   } else {
-    res = collie_recv(&use_cma, 1, COLLIE_UINT8, comm->local_ranks[0], comm);
+    res = verdict(comm, false, comm->local_ranks[0], &use_cma);
   }
   if (res) return res;
   st->cma_msgs = use_cma != 0;
+  const bool bcast_far = !use_cma && comm->nranks == 2 && comm->nlocal == 2;
   if (comm->local_rank == 0)
     COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank,
                 "process_vm_readv measured against the shared-memory ring (1 MiB both ways between ranks %d and "
-                "%d, best of %d): %.1f us against %.1f us, so %s; COLLIE_SHM_CMA=0 or 1 fixes the choice",
+                "%d, best of %d): %.1f us against %.1f us, so %s%s; COLLIE_SHM_CMA=0 or 1 fixes the choice",
                 comm->local_ranks[0], comm->local_ranks[1], MEASURE_ROUNDS, (double)best[1] / 1e3,
                 (double)best[0] / 1e3,
                 use_cma ? "on for messages of 64 KiB and more, and in the shared-memory all-to-all"
-                        : "off: ordinary buffers go through the ring (the 2-rank broadcast reads by it from 16 MiB)");
+                        : "off: ordinary buffers go through the ring",
+                bcast_far ? " (the broadcast reads by it from 16 MiB)" : "");
+  else
+    COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "process_vm_readv %s for messages, as rank %d measured",
+                use_cma ? "on" : "off", comm->local_ranks[0]);
   return COLLIE_SUCCESS;
 }

@@ -122,6 +122,12 @@ add_coll_test(coll_cma_pairwise_4 300 "COLLIE_SHM_CMA=2;COLLIE_ALGO=pairwise;COL
 # COLLIE_SHM_CMA=1 and unset (measured) in the perf tests (perf_alltoall_cma_*, perf_cma_choice).
 add_coll_test(coll_cma_shm_3 300 "COLLIE_SHM_CMA=2;COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK}
               --dtypes quick --big --coll allgather,alltoall,broadcast,allreduce)
+# A communicator created between collie_group_start and collie_group_end (as NCCL allows):
+# the exchange at creation that chooses between process_vm_readv and the ring
+# (COLLIE_SHM_CMA unset) must not be deferred to the group's end, or the ranks would choose
+# differently (2 ranks: the broadcast's algorithm from 512 KiB).
+add_coll_test(coll_init_in_group_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --dtypes quick --big
+              --init-in-group --coll broadcast,alltoall,allgather)
 # The same with the single-copy path off: everything staged.
 add_coll_test(coll_register_staged_3 300 "COLLIE_SHM_DIRECT=0" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 # Without the shared area (COLLIE_SHM_COLL_SIZE=0) the schedules serve every rank count.

@@ -2,11 +2,12 @@
  * against collie.h (API.md).
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
- *              [--register] [--mismatch] [--seed S] [-v]
+ *              [--register] [--mismatch] [--init-in-group] [--seed S] [-v]
  *
  * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
  * mpirun, mpiexec, srun, torchrun-style variables); with it, N ranks run as threads of this
- * process (collie_comm_init_all).
+ * process (collie_comm_init_all). --init-in-group creates the communicator between
+ * collie_group_start and collie_group_end, as NCCL programs may do with ncclCommInitRank.
  *
  * Sections (--coll): allreduce broadcast reduce allgather allgatherv reduce_scatter
  * reduce_scatterv alltoall alltoallv scatter gather barrier p2p nonblocking determinism
@@ -67,7 +68,8 @@ static struct {
   int reg; /* --register: buffers from collie_mem_alloc */
   uint64_t seed;
   int verbose;
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0};
+  int init_in_group; /* --init-in-group: the communicator is created inside a group */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -1207,7 +1209,7 @@ static void *thread_main(void *arg) { return (void *)(intptr_t)run_rank((collie_
 static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
-          "                  [--seed S] [-v]\n  NAME: all");
+          "                  [--register] [--init-in-group] [--seed S] [-v]\n  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
   exit(2);
@@ -1249,6 +1251,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--big")) opt.big = 1;
     else if (!strcmp(a, "--register")) opt.reg = 1;
     else if (!strcmp(a, "--mismatch")) opt.mismatch = 1;
+    else if (!strcmp(a, "--init-in-group")) opt.init_in_group = 1;
     else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(a, "-v")) opt.verbose++;
     else if (!strcmp(a, "-vv")) opt.verbose += 2;
@@ -1282,7 +1285,12 @@ int main(int argc, char **argv) {
     return rc;
   }
   collie_comm_t *comm = NULL;
+  if (opt.init_in_group) collie_group_start();
   collie_result_t r = collie_comm_init_env(&comm);
+  if (opt.init_in_group) {
+    collie_result_t g = collie_group_end();
+    if (!r) r = g;
+  }
   if (r) {
     fprintf(stderr, "coll_check: collie_comm_init_env: %s: %s\n", collie_get_error_string(r), collie_get_last_error(NULL));
     return 1;
