@@ -155,8 +155,9 @@ int rank_main(const Opts &o, int rank, const std::string &dir) {
   float *send = alloc_touched(cap), *recv = alloc_touched(cap);
   void (*fsum)(void *, const void *, const void *, size_t) = &gloo::sum<double>;
   void (*fmax)(void *, const void *, const void *, size_t) = &gloo::max<double>;
-  // Connections warm before the first measurement: 32 operations, as mpi_coll_bench does.
-  for (int i = 0; i < 32; i++) reduce_scalar(ctx, 0, fsum);
+  // Connections warm before the first measurement, as in mpi_coll_bench (WARM_CONNECTIONS).
+  const int warm_connections = 32;
+  for (int i = 0; i < warm_connections; i++) reduce_scalar(ctx, 0, fsum);
   barrier(ctx);
 
   for (double b = (double)o.minb; b <= (double)o.maxb * 1.0000001; b *= o.factor) {

@@ -57,8 +57,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                           "shared-memory broadcast of 2 ranks (whose root also writes part of the receiver's buffer "
                           "with process_vm_writev); 2 also the shared-memory all-gather and any broadcast. Unset: "
                           "as 1 if an exchange timed at creation found it faster than the shared-memory ring, "
-                          "else only the 2-rank broadcast from 16 MiB. Set it alike on every rank. Needs ranks that may read each other (same user; a probe at creation "
-                          "checks; collie calls prctl(PR_SET_PTRACER) for Yama)."},
+                          "else only the 2-rank broadcast from 16 MiB. Set it alike on every rank. Needs ranks "
+                          "that may read each other (same user; a probe at creation checks; collie calls "
+                          "prctl(PR_SET_PTRACER) for Yama)."},
     [COLLIE_P_STREAM_BYTES] = {"COLLIE_STREAM_BYTES", COLLIE_PT_SIZE, "16M",
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "

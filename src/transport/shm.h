@@ -27,8 +27,8 @@ typedef struct {
   uint64_t probe_id;
   _Atomic uint32_t maps_peers;
   /* The cross-memory-attach probe (shm_cma.c): whether the owner could read every peer
-   * with process_vm_readv (CMA_PEERS_READ), whether it leaves the choice to the measurement
-   * at creation (CMA_PEERS_MEASURE: COLLIE_SHM_CMA unset), and where its probe value is. */
+   * with process_vm_readv, whether it leaves the choice to the measurement at creation
+   * (COLLIE_SHM_CMA unset; bits in shm_cma.c), and where its probe value is. */
   _Atomic uint32_t cma_peers;
   int32_t cma_pid;
   uint32_t cma_pad;
@@ -139,12 +139,10 @@ void collie_shm_probe_settle(collie_comm_t *comm);
 void collie_shm_cma_offer(collie_comm_t *comm);
 void collie_shm_cma_probe(collie_comm_t *comm);
 void collie_shm_cma_settle(collie_comm_t *comm);
-#define CMA_PEERS_READ 1u
-#define CMA_PEERS_MEASURE 2u
 /* COLLIE_SHM_CMA unset (shm_cma_choice.c): on a working communicator, local ranks 0 and 1
  * time an exchange of ordinary buffers by CMA and through the ring, and every local rank
- * keeps CMA for messages (cma_msgs) only if it was faster. Called by every rank after creation; returns at once
- * where there is nothing to measure. */
+ * keeps CMA for messages (cma_msgs) only if it was faster. Called by every rank after
+ * creation; returns at once where there is nothing to measure. */
 collie_result_t collie_shm_cma_measure(collie_comm_t *comm);
 /* Reads x's payload (all of it) from the sender's buffer at loc into x's destination,
  * reducing when x is a receive-reduce (through `bounce`, COLLIE_CMA_BOUNCE bytes). 0, or

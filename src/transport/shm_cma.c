@@ -36,6 +36,10 @@
 #include "transport/transport.h"
 
 #define PROBE_MAGIC 0x434d4150524f4245ull /* "CMAPROBE" */
+/* A rank's cma_peers in its segment header: it could read every peer, and it leaves the
+ * choice to the measurement at creation. */
+#define CMA_PEERS_READ 1u
+#define CMA_PEERS_MEASURE 2u
 
 static void probe_value(const collie_comm_t *comm, int local_index, uint64_t v[2]) {
   v[0] = PROBE_MAGIC ^ comm->comm_hash;

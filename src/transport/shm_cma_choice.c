@@ -22,9 +22,11 @@
  * is measured here and not once by collie-tune. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/native/shm_native.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -34,14 +36,22 @@
 #define MEASURE_WARMUPS 2 /* per way */
 #define MEASURE_ROUNDS 5  /* per way, the two ways alternating */
 
+/* Posts a send or a receive of n bytes with peer. Every message here is posted and waited
+ * for directly, not through collie_send/collie_recv: a communicator created inside
+ * collie_group_start/end would only queue those, and the ranks would then decide apart. */
+static collie_result_t post(collie_comm_t *comm, bool send, int peer, void *buf, size_t n, collie_request_t **req) {
+  return send ? collie_isend(buf, n, COLLIE_UINT8, peer, comm, req)
+              : collie_irecv(buf, n, COLLIE_UINT8, peer, comm, req);
+}
+
 /* One exchange with peer: both directions at once, as a 2-rank all-to-all does. Returns
  * the time in ns through *ns. */
-static collie_result_t exchange(collie_comm_t *comm, int peer, const char *sbuf, char *rbuf, int64_t *ns) {
+static collie_result_t exchange(collie_comm_t *comm, int peer, char *sbuf, char *rbuf, int64_t *ns) {
   collie_request_t *send, *recv;
   const int64_t t0 = collie_now_ns();
-  collie_result_t res = collie_isend(sbuf, MEASURE_BYTES, COLLIE_UINT8, peer, comm, &send);
+  collie_result_t res = post(comm, true, peer, sbuf, MEASURE_BYTES, &send);
   if (res) return res;
-  res = collie_irecv(rbuf, MEASURE_BYTES, COLLIE_UINT8, peer, comm, &recv);
+  res = post(comm, false, peer, rbuf, MEASURE_BYTES, &recv);
   collie_result_t sres = collie_wait(send);
   if (res) return res;
   res = collie_wait(recv);
@@ -83,13 +93,10 @@ static collie_result_t time_both_ways(collie_comm_t *comm, int peer, int64_t bes
   return res;
 }
 
-/* The verdict, one byte from local rank 0 to local rank li (or received from it). Posted
- * and waited for here, not through collie_send/collie_recv: a communicator created inside
- * collie_group_start/end would only queue those. */
+/* The verdict, one byte from local rank 0 to another local rank (or received from it). */
 static collie_result_t verdict(collie_comm_t *comm, bool send, int peer, uint8_t *b) {
   collie_request_t *req;
-  collie_result_t res = send ? collie_isend(b, 1, COLLIE_UINT8, peer, comm, &req)
-                             : collie_irecv(b, 1, COLLIE_UINT8, peer, comm, &req);
+  collie_result_t res = post(comm, send, peer, b, 1, &req);
   return res ? res : collie_wait(req);
 }
 
@@ -110,7 +117,10 @@ collie_result_t collie_shm_cma_measure(collie_comm_t *comm) {
   }
   if (res) return res;
   st->cma_msgs = use_cma != 0;
-  const bool bcast_far = !use_cma && comm->nranks == 2 && comm->nlocal == 2;
+  /* where the ring won, the broadcast may still read by CMA (its rule: shm_direct.c) */
+  const size_t bcast_from = use_cma ? 0 : collie_native_bcast_split_min(comm);
+  char bcast[64] = "";
+  if (bcast_from) snprintf(bcast, sizeof(bcast), " (the broadcast reads by it from %zu MiB)", bcast_from >> 20);
   if (comm->local_rank == 0)
     COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank,
                 "process_vm_readv measured against the shared-memory ring (1 MiB both ways between ranks %d and "
@@ -119,7 +129,7 @@ collie_result_t collie_shm_cma_measure(collie_comm_t *comm) {
                 (double)best[0] / 1e3,
                 use_cma ? "on for messages of 64 KiB and more, and in the shared-memory all-to-all"
                         : "off: ordinary buffers go through the ring",
-                bcast_far ? " (the broadcast reads by it from 16 MiB)" : "");
+                bcast);
   else
     COLLIE_INFO(COLLIE_SUB_TRANSPORT, comm->rank, "process_vm_readv %s for messages, as rank %d measured",
                 use_cma ? "on" : "off", comm->local_ranks[0]);

@@ -44,8 +44,7 @@ static bool reads_only(collie_coll_t c) {
 
 /* Whether op may reach ordinary buffers by CMA: all-to-all (where messages do: cma_msgs),
  * broadcast between two ranks, and with COLLIE_SHM_CMA=2 also all-gather and any broadcast.
- * Those measured level or
- * worse by CMA on 4 ranks of 2 cores (Intel VM, median of 3: broadcast 256 KiB 3.6
+ * Those measured level or worse by CMA on 4 ranks of 2 cores (Intel VM, median of 3: broadcast 256 KiB 3.6
  * against 5.4 GB/s busbw, 64 MiB 2.25 against 2.63, three readers pinning the root's pages
  * at once; all-gather within 10% either way), so by default they stage. Between two
  * ranks the broadcast's root writes part of the receiver's buffer while the receiver
