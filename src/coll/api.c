@@ -336,10 +336,14 @@ collie_result_t collie_ibarrier(collie_comm_t *comm, req_t **req) {
   return post_or_done(comm, &a, &c, false, req);
 }
 
-/* Blocking forms: post, then wait (or hand to the group). */
-#define BLOCKING(call)                       \
-  req_t *req;                                \
-  collie_result_t res = (call);              \
+/* Blocking forms: post, then wait (or hand to the group), with the request (and a
+ * shared-memory collective's operation) in this frame when outside a group. */
+#define BLOCKING(call)                                        \
+  req_t *req;                                                 \
+  collie_frame_t frame;                                       \
+  collie_frame_offer(&frame);                                 \
+  collie_result_t res = (call);                               \
+  collie_frame_offer(NULL);                                   \
   return res ? collie_group_error(res) : collie_finish(req)
 
 collie_result_t collie_allreduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,

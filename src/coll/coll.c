@@ -31,9 +31,18 @@ static uint64_t recv_bytes(const collie_coll_args_t *a) {
   return elems * a->elem_size;
 }
 
+/* Whether this call repeats the last one that chose the shared-memory collectives: the
+ * choice depends on the collective and its size (the cost model), and on the element size
+ * (whether a piece fits the staging area); the rest is fixed for the communicator. */
+static bool memo_hit(const collie_comm_t *comm, const collie_coll_args_t *args, size_t bytes) {
+  return comm->native_memo.algo && comm->native_memo.coll == (int)args->coll && comm->native_memo.bytes == bytes &&
+         comm->native_memo.elem_size == args->elem_size;
+}
+
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req) {
   const char *fn = call->fn;
+  collie_frame_t *frame = collie_frame_take();
   args->nranks = comm->nranks;
   args->rank = comm->rank;
   args->elem_size = collie_datatype_size(call->dt);
@@ -42,14 +51,25 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   if (!args->chunk_bytes) args->chunk_bytes = args->elem_size;
 
   const collie_algo_t *cands[16];
-  bool forced;
-  int n = collie_tune_candidates(comm, args->coll, call->bytes, cands, 16, &forced);
+  bool forced = false;
+  int n = 0;
   const collie_algo_t *chosen = NULL;
   collie_sched_t *s = NULL;
   int *users = NULL;
   bool cached = false, native = false;
   static collie_sched_t no_steps; /* what a shared-memory collective's op carries */
   pthread_mutex_lock(&comm->lock);
+  if (memo_hit(comm, args, call->bytes)) {
+    /* The same call as the last shared-memory one: the same choice, without the cost
+     * model (2 ranks, 8 B all-reduce: it was a tenth of the call). */
+    chosen = comm->native_memo.algo;
+    native = cached = true;
+    s = &no_steps;
+  } else {
+    pthread_mutex_unlock(&comm->lock);
+    n = collie_tune_candidates(comm, args->coll, call->bytes, cands, 16, &forced);
+    pthread_mutex_lock(&comm->lock);
+  }
   for (int i = 0; i < n && !chosen; i++) {
     if (!cands[i]->build) {
       if (!collie_native_usable(comm, args)) continue;
@@ -59,6 +79,10 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
       /* logged once per collective, not per call: there is no cached schedule to mark it */
       cached = (comm->native_logged >> args->coll) & 1;
       comm->native_logged |= 1u << args->coll;
+      comm->native_memo.coll = (int)args->coll;
+      comm->native_memo.bytes = call->bytes;
+      comm->native_memo.elem_size = args->elem_size;
+      comm->native_memo.algo = chosen;
       break;
     }
     s = collie_sched_cache_get(comm, args, cands[i], &users);
@@ -83,15 +107,16 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
       COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: forced algorithm '%s' cannot serve %zu bytes on %d ranks; "
                   "falling back to automatic", collie_coll_name(args->coll), cands[i]->name, call->bytes, comm->nranks);
   }
-  pthread_mutex_unlock(&comm->lock);
-  if (!chosen)
+  if (!chosen) {
+    pthread_mutex_unlock(&comm->lock);
     return collie_error(comm, COLLIE_ERR_INTERNAL, "%s on rank %d: no algorithm could build a schedule for %zu bytes "
                         "on %d ranks", fn, comm->rank, call->bytes, comm->nranks);
-  if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
-  collie_op_t *op = collie_op_create(comm, s, users == NULL && !native, call->sendbuf, call->recvbuf, args->coll, call->sig_count,
-                                     call->dt, call->op, call->root);
+  }
+  /* Created and posted under the same hold of the lock as the choice: each lock and unlock
+   * is a few percent of a small collective. */
+  collie_op_t *op = collie_op_create(comm, s, users == NULL && !native, call->sendbuf, call->recvbuf, args->coll,
+                                     call->sig_count, call->dt, call->op, call->root, frame);
   if (!op) {
-    pthread_mutex_lock(&comm->lock);
     if (users) (*users)--;
     else if (!native) {
       collie_sched_free(s);
@@ -108,7 +133,10 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     op->avg_buf = call->avg_buf;
     op->avg_count = call->avg_count;
   }
-  return collie_post(comm, op, req);
+  collie_result_t res = collie_post_locked(comm, op, req);
+  pthread_mutex_unlock(&comm->lock);
+  if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
+  return res;
 }
 
 collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *call, collie_request_t **req) {

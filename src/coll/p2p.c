@@ -28,7 +28,7 @@ static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_da
   collie_op_t *op = s->failed ? NULL
                               : collie_op_create(comm, s, true, is_send ? buf : NULL, is_send ? NULL : buf,
                                                  is_send ? COLLIE_COLL_SEND : COLLIE_COLL_RECV, count, dt,
-                                                 COLLIE_SUM, -1);
+                                                 COLLIE_SUM, -1, collie_frame_take());
   if (!op) {
     collie_sched_free(s);
     free(s);
@@ -49,12 +49,18 @@ collie_result_t collie_irecv(void *buf, size_t count, collie_datatype_t dt, int 
 
 collie_result_t collie_send(const void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm) {
   collie_request_t *req;
+  collie_frame_t frame;
+  collie_frame_offer(&frame);
   collie_result_t res = collie_isend(buf, count, dt, peer, comm, &req);
+  collie_frame_offer(NULL);
   return res ? collie_group_error(res) : collie_finish(req);
 }
 
 collie_result_t collie_recv(void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm) {
   collie_request_t *req;
+  collie_frame_t frame;
+  collie_frame_offer(&frame);
   collie_result_t res = collie_irecv(buf, count, dt, peer, comm, &req);
+  collie_frame_offer(NULL);
   return res ? collie_group_error(res) : collie_finish(req);
 }

@@ -16,6 +16,7 @@ typedef struct {
 } group_t;
 
 static _Thread_local group_t group;
+static _Thread_local collie_frame_t *offered; /* see collie_frame_offer */
 
 collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t count, collie_datatype_t dt,
                                    size_t *bytes) {
@@ -32,16 +33,31 @@ collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t c
   return COLLIE_SUCCESS;
 }
 
-collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req) {
-  pthread_mutex_lock(&comm->lock);
+collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_request_t **req) {
   collie_result_t res = collie_op_post(comm, op, req);
-  if (res == COLLIE_SUCCESS && comm->has_progress_thread) pthread_cond_signal(&comm->progress_cv);
   if (res) {
     op->temp = NULL; /* not taken: the caller still owns it and gives it back */
     collie_op_discard(op);
+    return res;
   }
+  if (comm->has_progress_thread) pthread_cond_signal(&comm->progress_cv);
+  else if (op->native && comm->ops == op) collie_progress(comm);
+  return res;
+}
+
+collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req) {
+  pthread_mutex_lock(&comm->lock);
+  collie_result_t res = collie_post_locked(comm, op, req);
   pthread_mutex_unlock(&comm->lock);
   return res;
+}
+
+void collie_frame_offer(collie_frame_t *frame) { offered = group.depth > 0 ? NULL : frame; }
+
+collie_frame_t *collie_frame_take(void) {
+  collie_frame_t *f = offered;
+  offered = NULL;
+  return f;
 }
 
 collie_result_t collie_finish(collie_request_t *req) {

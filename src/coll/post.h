@@ -5,8 +5,18 @@
 
 #include "sched/executor.h"
 
-/* Posts op under the comm lock; on failure discards it. */
+/* Posts op under the comm lock; on failure discards it. A shared-memory collective that
+ * heads the queue starts at once (its first round published while the lock is held
+ * anyway), unless a progress thread runs it. */
 collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
+/* The same, with comm->lock already held. */
+collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
+/* Blocking calls offer their stack frame (collie_frame_t) before calling their i-variant,
+ * and withdraw it (NULL) after; outside a group only, where the request cannot outlive the
+ * call. The posting path takes it (NULL when none is offered): at most one operation per
+ * offer. */
+void collie_frame_offer(collie_frame_t *frame);
+collie_frame_t *collie_frame_take(void);
 /* Blocking calls: wait now, or (between group start and end) hand the request to the group. */
 collie_result_t collie_finish(collie_request_t *req);
 /* A call inside a group failed before posting: group end reports it. Returns res. */

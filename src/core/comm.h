@@ -52,6 +52,13 @@ struct collie_comm {
   int native_ops;              /* posted shared-memory collectives not yet finished */
   bool native_prev_all;        /* the last finished round waited for every rank's staging */
   uint32_t native_logged;      /* collectives whose shared-memory choice was logged */
+  /* The last call that chose the shared-memory collectives (coll/coll.c): the same call
+   * again skips the cost model, whose answer for a communicator never changes */
+  struct {
+    int coll;
+    size_t bytes, elem_size;
+    const void *algo; /* the collie_algo_t chosen; NULL: none yet */
+  } native_memo;
   bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
   int64_t last_progress_ns;    /* first clock read after progress_count last changed; 0: none yet */
   uint32_t idle_checks;        /* check_timeout calls since then (the clock is read every 64th) */

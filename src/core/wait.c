@@ -125,8 +125,10 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     pthread_mutex_unlock(&comm->err_lock);
     collie_error(comm, res, "%s", msg);
   }
-  free(req);
-  collie_comm_release(comm);
+  if (!req->in_frame) {
+    free(req);
+    collie_comm_release(comm);
+  }
   return res;
 }
 

@@ -62,12 +62,19 @@ static void *zalloc(size_t n) {
 
 collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool owns_sched, const void *sendbuf,
                               void *recvbuf, collie_coll_t coll, uint64_t count, collie_datatype_t dt,
-                              collie_redop_t redop, int root) {
+                              collie_redop_t redop, int root, collie_frame_t *frame) {
   uint32_t n = sched->nsteps;
-  size_t sz = sizeof(collie_op_t) + sizeof(uint32_t) * ((size_t)n * 3 + (n + 1) + sched->ndeps) +
-              sizeof(collie_xfer_t) * n + 64;
-  collie_op_t *op = zalloc(sz);
-  if (!op) return NULL;
+  size_t tail = sizeof(uint32_t) * ((size_t)n * 3 + (n + 1) + sched->ndeps) + sizeof(collie_xfer_t) * n;
+  collie_op_t *op;
+  if (frame && tail <= sizeof(frame->op_tail)) {
+    op = &frame->op;
+    memset(op, 0, sizeof(*op) + tail);
+    op->frame = frame;
+  } else {
+    op = zalloc(sizeof(collie_op_t) + tail + 64);
+    if (!op) return NULL;
+    op->frame = frame; /* for the request (collie_op_post) */
+  }
   op->comm = comm;
   op->coll = coll;
   op->count = count;
@@ -88,7 +95,7 @@ collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool o
   if (sched->scratch_bytes) {
     op->scratch = collie_scratch_take(comm, sched->scratch_bytes);
     if (!op->scratch) {
-      free(op);
+      if (op != &frame->op) free(op);
       return NULL;
     }
   }
@@ -106,7 +113,7 @@ void collie_op_discard(collie_op_t *op) {
   if (op->sched_users) (*op->sched_users)--; /* under comm->lock, like the cache itself */
   if (op->scratch) collie_scratch_give(op->comm, op->scratch);
   collie_scratch_give(op->comm, op->temp);
-  free(op);
+  if (!op->frame || op != &op->frame->op) free(op);
 }
 
 /* Successor lists in compressed form: succ[succ_first[i] .. succ_first[i+1]). */
@@ -206,15 +213,22 @@ static void append_op(collie_comm_t *comm, collie_op_t *op) {
 }
 
 collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **reqp) {
-  collie_request_t *req = zalloc(sizeof(*req));
-  if (!req) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory posting %s", comm->rank,
-                                collie_coll_name(op->coll));
+  collie_request_t *req;
+  if (op->frame) {
+    req = &op->frame->req;
+    memset(req, 0, sizeof(*req));
+    req->in_frame = true;
+  } else {
+    req = zalloc(sizeof(*req));
+    if (!req) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory posting %s", comm->rank,
+                                  collie_coll_name(op->coll));
+    collie_comm_retain(comm);
+  }
   req->comm = comm;
   op->req = req;
   if (op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) op->seq = ++comm->coll_seq;
   req->coll = op->coll;
   req->seq = op->seq;
-  collie_comm_retain(comm);
 
   if (op->native) {
     op->nat_base = op->nat_round = comm->native_rounds;

@@ -110,6 +110,7 @@ typedef struct collie_shm_state {
   bool cma_msgs;    /* and messages (and the all-to-all) from 64 KiB do: unless measured slower */
   bool cma_measure; /* after settling: cma_ok, with cma_msgs left to collie_shm_cma_measure */
   bool prewrite;    /* rings and staging buffers are mapped (and written) whole at creation */
+  bool wake_pending; /* a collective published progress; peers asleep are not woken yet (shm_rounds.h) */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB (also when unset:
                      * measured), 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */

@@ -204,6 +204,12 @@ static bool drain_waits_all(const collie_comm_t *comm, const collie_op_t *op) {
   return op->coll != COLLIE_COLL_REDUCE || comm->rank == op->root;
 }
 
+/* Whether some rank's next round waits for this round's `done`: after a broadcast, or
+ * after a reduce at the ranks that are not its root (drain_waits_all false there). */
+static bool done_awaited(const collie_op_t *op) {
+  return op->coll == COLLIE_COLL_BROADCAST || op->coll == COLLIE_COLL_REDUCE;
+}
+
 /* Which ranks' staging this rank reads in the drain, and through which counter. */
 static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
   if (op->coll == COLLIE_COLL_BROADCAST) return shm_one_reached(comm, op, op->root, COLLIE_SHM_STAGED, want);
@@ -358,7 +364,10 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
     }
     if (!drain_ready(comm, op, g + 1)) return moved;
     drain(comm, op, g, k);
-    shm_publish(comm, COLLIE_SHM_DONE, g + 1);
+    /* Only a broadcast's or a reduce's `done` is awaited (the next round's FILL, above);
+     * after the others every rank skips that wait, so nobody sleeps on it */
+    if (done_awaited(op)) shm_publish(comm, COLLIE_SHM_DONE, g + 1);
+    else shm_store(comm, COLLIE_SHM_DONE, g + 1);
     comm->native_prev_all = two_phase(op) || drain_waits_all(comm, op);
     op->nat_phase = PH_FILL;
     op->nat_round++;
@@ -372,6 +381,10 @@ int collie_native_progress(collie_comm_t *comm) {
   for (collie_op_t *op = comm->ops; op; op = op->next) {
     if (!op->native || op->steps_done) continue;
     int moved = advance(comm, op);
+    if (comm->shm->wake_pending) { /* see shm_publish */
+      comm->shm->wake_pending = false;
+      collie_shm_notify_others(comm);
+    }
     if (moved < 0) return -1;
     if (op->nat_round == op->nat_end) {
       op->steps_done = true;
