@@ -53,12 +53,16 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
     op->nat_inline = true; /* nothing to stage: the tag alone */
     return;
   }
-  size_t piece = piece_elems(comm, args->coll, args->elem_size);
+  /* One round when everything fits the staging area (small calls: no divisions) */
+  const bool per_block = args->coll == COLLIE_COLL_REDUCE_SCATTER || args->coll == COLLIE_COLL_ALLTOALL;
+  size_t piece = !per_block && args->count * args->elem_size <= comm->shm->area_size
+                     ? args->count
+                     : piece_elems(comm, args->coll, args->elem_size);
   bool reduction = args->coll == COLLIE_COLL_ALLREDUCE || args->coll == COLLIE_COLL_REDUCE;
   op->nat_small = reduction && args->count * args->elem_size <= COLLIE_SHM_SMALL_REDUCTION_BYTES && args->count <= piece;
   if (piece > args->count) piece = args->count;
   op->nat_piece = piece;
-  op->nat_nrounds = (args->count + piece - 1) / piece;
+  op->nat_nrounds = piece == args->count ? 1 : (args->count + piece - 1) / piece;
   op->nat_may_direct = collie_direct_wanted(comm, op);
   const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER;
   op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct &&
