@@ -70,6 +70,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     n = collie_tune_candidates(comm, args->coll, call->bytes, cands, 16, &forced);
     pthread_mutex_lock(&comm->lock);
   }
+  bool fell_back = false; /* a better candidate failed for want of memory: not a choice to remember */
   for (int i = 0; i < n && !chosen; i++) {
     if (!cands[i]->build) {
       if (!collie_native_usable(comm, args)) continue;
@@ -79,10 +80,12 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
       /* logged once per collective, not per call: there is no cached schedule to mark it */
       cached = (comm->native_logged >> args->coll) & 1;
       comm->native_logged |= 1u << args->coll;
-      comm->native_memo.coll = (int)args->coll;
-      comm->native_memo.bytes = call->bytes;
-      comm->native_memo.elem_size = args->elem_size;
-      comm->native_memo.algo = chosen;
+      if (!fell_back) {
+        comm->native_memo.coll = (int)args->coll;
+        comm->native_memo.bytes = call->bytes;
+        comm->native_memo.elem_size = args->elem_size;
+        comm->native_memo.algo = chosen;
+      }
       break;
     }
     s = collie_sched_cache_get(comm, args, cands[i], &users);
@@ -103,6 +106,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     collie_sched_free(s);
     free(s);
     s = NULL;
+    if (r != COLLIE_ERR_INVALID_ARGUMENT) fell_back = true;
     if (r == COLLIE_ERR_INVALID_ARGUMENT && i == 0 && forced)
       COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: forced algorithm '%s' cannot serve %zu bytes on %d ranks; "
                   "falling back to automatic", collie_coll_name(args->coll), cands[i]->name, call->bytes, comm->nranks);

@@ -125,10 +125,8 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     pthread_mutex_unlock(&comm->err_lock);
     collie_error(comm, res, "%s", msg);
   }
-  if (!req->in_frame) {
-    free(req);
-    collie_comm_release(comm);
-  }
+  if (!req->in_frame) free(req);
+  collie_comm_release(comm);
   return res;
 }
 

@@ -98,7 +98,7 @@ collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool o
   if (sched->scratch_bytes) {
     op->scratch = collie_scratch_take(comm, sched->scratch_bytes);
     if (!op->scratch) {
-      if (op != &frame->op) free(op);
+      if (!frame || op != &frame->op) free(op);
       return NULL;
     }
   }
@@ -225,8 +225,10 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
     req = zalloc(sizeof(*req));
     if (!req) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory posting %s", comm->rank,
                                   collie_coll_name(op->coll));
-    collie_comm_retain(comm);
   }
+  /* Also for a request in a frame: collie_comm_abort from another thread may drop the
+   * last other reference while the caller is still in its wait (comm_destroy.c). */
+  collie_comm_retain(comm);
   req->comm = comm;
   op->req = req;
   if (op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) op->seq = ++comm->coll_seq;

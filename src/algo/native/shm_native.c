@@ -208,12 +208,6 @@ static bool drain_waits_all(const collie_comm_t *comm, const collie_op_t *op) {
   return op->coll != COLLIE_COLL_REDUCE || comm->rank == op->root;
 }
 
-/* Whether some rank's next round waits for this round's `done`: after a broadcast, or
- * after a reduce at the ranks that are not its root (drain_waits_all false there). */
-static bool done_awaited(const collie_op_t *op) {
-  return op->coll == COLLIE_COLL_BROADCAST || op->coll == COLLIE_COLL_REDUCE;
-}
-
 /* Which ranks' staging this rank reads in the drain, and through which counter. */
 static bool drain_ready(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
   if (op->coll == COLLIE_COLL_BROADCAST) return shm_one_reached(comm, op, op->root, COLLIE_SHM_STAGED, want);
@@ -302,6 +296,17 @@ static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
   shm_store(comm, COLLIE_SHM_STAGED, g + 1);
 }
 
+/* Publishes counter c. The wake-up of sleeping peers waits for the end of the progress
+ * pass (shm_publish) only for an inline round, whose work until then is a few lines;
+ * a larger round's peers are woken at once, to work alongside this rank. */
+static void publish(collie_comm_t *comm, const collie_op_t *op, int c, uint64_t value) {
+  shm_publish(comm, c, value);
+  if (!op->nat_inline) {
+    comm->shm->wake_pending = false;
+    collie_shm_notify_others(comm);
+  }
+}
+
 /* Runs as many phases of op as its peers allow. Returns >0 if anything moved, <0 after
  * failing the communicator. */
 static int advance(collie_comm_t *comm, collie_op_t *op) {
@@ -326,7 +331,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
        * and `staged` of inline rounds, and carries every first round's key. */
       if (op->nat_inline || !op->nat_checked)
         atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[g & 1].tag, g + 1, memory_order_release);
-      shm_publish(comm, COLLIE_SHM_READY, g + 1);
+      publish(comm, op, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase(op) ? PH_COMBINE : PH_DRAIN;
       moved = 1;
     }
@@ -362,16 +367,13 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
     if (op->nat_phase == PH_COMBINE) {
       if (!shm_all_reached(comm, op, COLLIE_SHM_STAGED, g + 1)) return moved;
       combine(comm, op, g, k);
-      shm_publish(comm, COLLIE_SHM_REDUCED, g + 1);
+      publish(comm, op, COLLIE_SHM_REDUCED, g + 1);
       op->nat_phase = PH_DRAIN;
       moved = 1;
     }
     if (!drain_ready(comm, op, g + 1)) return moved;
     drain(comm, op, g, k);
-    /* Only a broadcast's or a reduce's `done` is awaited (the next round's FILL, above);
-     * after the others every rank skips that wait, so nobody sleeps on it */
-    if (done_awaited(op)) shm_publish(comm, COLLIE_SHM_DONE, g + 1);
-    else shm_store(comm, COLLIE_SHM_DONE, g + 1);
+    publish(comm, op, COLLIE_SHM_DONE, g + 1);
     comm->native_prev_all = two_phase(op) || drain_waits_all(comm, op);
     op->nat_phase = PH_FILL;
     op->nat_round++;

@@ -46,11 +46,11 @@ static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, 
 }
 
 /* Stores this rank's counter c (publish: and has the ranks asleep on their doorbells
- * woken before this progress pass ends, collie_native_progress). The wake-up waits because
- * its fence stalls until the store has reached the other cores: right after the store that
- * is a full cache-line transfer (2 ranks, 8 B all-reduce: 10 ns of 170), while after
- * reading the peers' data, or before waiting for it, the store is out already, and one
- * fence serves every store of the pass. */
+ * woken before this progress pass ends, collie_native_progress). The wake-up may wait
+ * because its fence stalls until the store has reached the other cores: right after the
+ * store that is a full cache-line transfer (2 ranks, 8 B all-reduce: 10 ns of 170), while
+ * after reading the peers' data, or before waiting for it, the store is out already, and
+ * one fence serves every store of the pass. */
 static inline void shm_store(collie_comm_t *comm, int c, uint64_t value) {
   atomic_store_explicit(&shm_area_of(comm, comm->rank)->line.ctr[c], value, memory_order_release);
 }
