@@ -47,7 +47,8 @@ typedef struct collie_op {
   /* Algorithm "shm" (algo/shm_native.c): no schedule, but rounds over the shared areas. */
   bool native;
   bool nat_small, nat_in_place, nat_checked;
-  bool nat_inline; /* one round staged in the area's inline line (transport/shm.h) */
+  bool nat_inline; /* one round staged in the area's inline lines (transport/shm.h) */
+  uint8_t nat_inl_lines; /* how many: the first, and further ones for more than 40 bytes */
   bool nat_may_direct, nat_direct, nat_unstaged; /* the single-copy path (shm_direct.c) */
   uint8_t nat_phase;
   uint64_t nat_base, nat_round, nat_end; /* the communicator's rounds: first, current, end */

@@ -141,6 +141,9 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
     st->area_size = (coll + 4095) & ~(size_t)4095;
     st->area_off = (st->seg_bytes + 4095) & ~(size_t)4095;
     st->seg_bytes = st->area_off + sizeof(collie_shm_area_t) + 2 * st->area_size;
+    st->inl_bytes = calloc((size_t)comm->nranks, COLLIE_SHM_INLINE_BYTES); /* whole lines copied */
+    if (!st->inl_bytes)
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory for shared memory", comm->rank);
   }
   st->prewrite = st->seg_bytes <= PREWRITE_MAX_BYTES;
   seg_name(comm, comm->rank, st->name, sizeof(st->name));
@@ -251,6 +254,7 @@ void collie_shm_destroy(collie_comm_t *comm) {
   for (int li = 0; st->segs && li < comm->nlocal; li++)
     if (st->segs[li]) munmap(st->segs[li], st->seg_bytes);
   free(st->segs);
+  free(st->inl_bytes);
   free(st);
   comm->shm = NULL;
 }

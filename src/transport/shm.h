@@ -74,21 +74,33 @@ typedef struct {
 } collie_shm_line_t;
 _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache line");
 
-/* Tiny collectives (at most COLLIE_SHM_INLINE_BYTES per rank, one round) stage in one
- * cache line per round parity, with their call key and a tag (the round + 1, written
- * last) that stands for `ready` and `staged`: a rank reading another then fetches one
- * line, NCCL's low-latency idea with the flag in the data's line. */
-#define COLLIE_SHM_INLINE_BYTES 40
+/* Small collectives (at most COLLIE_SHM_INLINE_BYTES per rank, one round) stage in cache
+ * lines that carry their own tag (the round + 1): NCCL's low-latency idea, the flag in
+ * the data's line. Per round parity, the first line holds the call key and 40 bytes, and
+ * up to COLLIE_SHM_INLINE_EXT more lines 56 bytes each. The first line's tag is written
+ * last and stands for `ready` and `staged`; a reader waits for every line's tag at once,
+ * so that all its lines travel together instead of one after the other (2 ranks, 256 B
+ * all-reduce through the staging buffer: the counters' line, then the data's). */
+#define COLLIE_SHM_INLINE_FIRST 40
+#define COLLIE_SHM_INLINE_NEXT 56
+#define COLLIE_SHM_INLINE_EXT 7
+#define COLLIE_SHM_INLINE_BYTES (COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_EXT * COLLIE_SHM_INLINE_NEXT)
 typedef struct {
   _Atomic uint64_t tag;
   uint64_t key[2];
-  char data[COLLIE_SHM_INLINE_BYTES];
+  char data[COLLIE_SHM_INLINE_FIRST];
 } collie_shm_inline_t;
-_Static_assert(sizeof(collie_shm_inline_t) == 64, "an inline round fills one cache line");
+_Static_assert(sizeof(collie_shm_inline_t) == 64, "an inline round's first line fills one cache line");
+typedef struct {
+  _Atomic uint64_t tag;
+  char data[COLLIE_SHM_INLINE_NEXT];
+} collie_shm_inline_ext_t;
+_Static_assert(sizeof(collie_shm_inline_ext_t) == 64, "an inline round's further line fills one cache line");
 
 typedef struct {
   collie_shm_line_t line;
   collie_shm_inline_t inl[2];
+  collie_shm_inline_ext_t inl_ext[2][COLLIE_SHM_INLINE_EXT];
   collie_wire_hdr_t sig[2];      /* per staging buffer: the call that staged it, to explain mismatches */
   collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
   char pad[32];
@@ -111,6 +123,7 @@ typedef struct collie_shm_state {
   bool cma_measure; /* after settling: cma_ok, with cma_msgs left to collie_shm_cma_measure */
   bool prewrite;    /* rings and staging buffers are mapped (and written) whole at creation */
   bool wake_pending; /* a collective published progress; peers asleep are not woken yet (shm_rounds.h) */
+  char *inl_bytes;   /* per rank, COLLIE_SHM_INLINE_BYTES: an inline round's bytes in one piece */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB (also when unset:
                      * measured), 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */

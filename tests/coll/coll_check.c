@@ -1068,10 +1068,10 @@ static void run_determinism(ctx_t *x) {
 static int contains(const char *s, const char *w) { return s && strstr(s, w) != NULL; }
 
 static void run_mismatch(ctx_t *x) {
-  collie_comm_t *dtc = NULL, *healthy = NULL, *tiny = NULL;
+  collie_comm_t *dtc = NULL, *healthy = NULL, *tiny = NULL, *lines = NULL;
   collie_result_t r;
   if ((r = collie_comm_split(x->comm, 0, x->rank, &dtc)) || (r = collie_comm_split(x->comm, 0, x->rank, &healthy)) ||
-      (r = collie_comm_split(x->comm, 0, x->rank, &tiny))) {
+      (r = collie_comm_split(x->comm, 0, x->rank, &tiny)) || (r = collie_comm_split(x->comm, 0, x->rank, &lines))) {
     api_failed(x, NULL, "collie_comm_split", r);
     return;
   }
@@ -1127,18 +1127,23 @@ static void run_mismatch(ctx_t *x) {
   }
   collie_comm_destroy(dtc);
 
-  /* 2b. rank 0 tiny (2 elements: the shared-memory collectives' inline line), the others
-   * not (40 elements): still a mismatch, not a timeout */
-  cnt = x->rank == 0 ? 2 : 40;
-  r = collie_allreduce(sb, rb, cnt, COLLIE_FLOAT32, COLLIE_SUM, tiny);
-  msg = collie_get_last_error(tiny);
-  x->cases++;
-  if (r != COLLIE_ERR_MISMATCH || !contains(msg, "allreduce")) {
-    x->failed++;
-    say(x, "MISMATCH mismatch: allreduce with count %zu returned %s, expected COLLIE_ERR_MISMATCH naming allreduce "
-           "(last error: %s)", cnt, collie_get_error_string(r), msg ? msg : "(none)");
+  /* 2b. rank 0 tiny (2 elements: the shared-memory collectives' first inline line), the
+   * others not inline (200 elements, 800 bytes: the staging buffer); 2c. rank 0 in one
+   * inline line, the others in eight (100 elements, 400 bytes). Still mismatches, not
+   * timeouts */
+  for (int c = 0; c < 2; c++) {
+    collie_comm_t *cc = c ? lines : tiny;
+    cnt = x->rank == 0 ? 2 : c ? 100 : 200;
+    r = collie_allreduce(sb, rb, cnt, COLLIE_FLOAT32, COLLIE_SUM, cc);
+    msg = collie_get_last_error(cc);
+    x->cases++;
+    if (r != COLLIE_ERR_MISMATCH || !contains(msg, "allreduce")) {
+      x->failed++;
+      say(x, "MISMATCH mismatch: allreduce with count %zu returned %s, expected COLLIE_ERR_MISMATCH naming allreduce "
+             "(last error: %s)", cnt, collie_get_error_string(r), msg ? msg : "(none)");
+    }
+    collie_comm_destroy(cc);
   }
-  collie_comm_destroy(tiny);
 
   /* 3. a communicator that took no part is still healthy; at least one rank saw both counts */
   int flags[2] = {has_both, has_both}, res[2] = {0, 0};

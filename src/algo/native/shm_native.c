@@ -51,6 +51,7 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   if (args->coll == COLLIE_COLL_BARRIER) {
     op->nat_nrounds = 1;
     op->nat_inline = true; /* nothing to stage: the tag alone */
+    op->nat_inl_lines = 1;
     return;
   }
   /* One round when everything fits the staging area (small calls: no divisions) */
@@ -65,14 +66,47 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   op->nat_nrounds = piece == args->count ? 1 : (args->count + piece - 1) / piece;
   op->nat_may_direct = collie_direct_wanted(comm, op);
   const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER;
-  op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct &&
-                   args->count * args->elem_size <= COLLIE_SHM_INLINE_BYTES;
+  const size_t bytes = args->count * args->elem_size;
+  op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct && bytes <= COLLIE_SHM_INLINE_BYTES;
+  op->nat_inl_lines = (uint8_t)(bytes <= COLLIE_SHM_INLINE_FIRST
+                                    ? 1
+                                    : 1 + (bytes - COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_NEXT - 1) /
+                                              COLLIE_SHM_INLINE_NEXT);
+}
+
+/* An inline round's bytes of `rank` in one piece: in its first line when they fit there;
+ * else this rank's own in inl_bytes (filled by fill, then spread over the lines by
+ * spread_inline), and another rank's gathered from its lines into inl_bytes. Every
+ * element lies within one line: 40 and 56 are multiples of every element size. */
+static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
+  collie_shm_area_t *a = shm_area_of(comm, rank);
+  if (op->nat_inl_lines <= 1) return a->inl[round & 1].data;
+  char *buf = comm->shm->inl_bytes + (size_t)rank * COLLIE_SHM_INLINE_BYTES;
+  if (rank == comm->rank) return buf;
+  /* whole lines: copies of a constant size compile to a few vector moves */
+  memcpy(buf, a->inl[round & 1].data, COLLIE_SHM_INLINE_FIRST);
+  for (int i = 1; i < op->nat_inl_lines; i++)
+    memcpy(buf + COLLIE_SHM_INLINE_FIRST + (size_t)(i - 1) * COLLIE_SHM_INLINE_NEXT, a->inl_ext[round & 1][i - 1].data,
+           COLLIE_SHM_INLINE_NEXT);
+  return buf;
+}
+
+/* Spreads this rank's inline bytes (inl_bytes) over its lines, each further line with its
+ * tag; the first line's tag follows later (advance). */
+static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
+  collie_shm_area_t *a = shm_area_of(comm, comm->rank);
+  const char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
+  memcpy(a->inl[g & 1].data, buf, COLLIE_SHM_INLINE_FIRST);
+  for (int i = 1; i < op->nat_inl_lines; i++) {
+    collie_shm_inline_ext_t *x = &a->inl_ext[g & 1][i - 1];
+    memcpy(x->data, buf + COLLIE_SHM_INLINE_FIRST + (size_t)(i - 1) * COLLIE_SHM_INLINE_NEXT, COLLIE_SHM_INLINE_NEXT);
+    atomic_store_explicit(&x->tag, g + 1, memory_order_release);
+  }
 }
 
 static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
-  collie_shm_area_t *a = shm_area_of(comm, rank);
-  if (op->nat_inline) return a->inl[round & 1].data;
-  return collie_shm_area_buf(a, (int)(round & 1), comm->shm->area_size);
+  if (op->nat_inline) return inline_bytes(comm, op, rank, round);
+  return collie_shm_area_buf(shm_area_of(comm, rank), (int)(round & 1), comm->shm->area_size);
 }
 
 /* The round's element range [lo, lo+len) within each block (or the vector). */
@@ -118,6 +152,7 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
     }
     default: break;
   }
+  if (op->nat_inline && op->nat_inl_lines > 1) spread_inline(comm, op, g);
 }
 
 /* Every rank's staged buffer of round g, offset by `off` bytes, with this rank's own

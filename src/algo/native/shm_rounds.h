@@ -21,8 +21,21 @@ static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
 /* Rank r's counter c as op sees it: an inline round's tag stands for `ready` and
  * `staged` (want - 1 is the round, and picks the line). */
 static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, int r, int c, uint64_t want) {
-  if (op->nat_inline && (c == COLLIE_SHM_READY || c == COLLIE_SHM_STAGED))
-    return atomic_load_explicit(&shm_area_of(comm, r)->inl[(want - 1) & 1].tag, memory_order_acquire);
+  if (op->nat_inline && (c == COLLIE_SHM_READY || c == COLLIE_SHM_STAGED)) {
+    /* The first line's tag is written last, so it alone says `ready`; `staged` checks
+     * every line's too. Both touch every line, so that they arrive together. */
+    collie_shm_area_t *a = shm_area_of(comm, r);
+    const int p = (int)((want - 1) & 1);
+    const collie_shm_inline_ext_t *ext = a->inl_ext[p];
+    if (c == COLLIE_SHM_READY)
+      for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&ext[i - 1]);
+    uint64_t t = atomic_load_explicit(&a->inl[p].tag, memory_order_acquire);
+    for (int i = 1; c == COLLIE_SHM_STAGED && i < op->nat_inl_lines; i++) {
+      uint64_t u = atomic_load_explicit(&ext[i - 1].tag, memory_order_acquire);
+      if (u < t) t = u;
+    }
+    return t;
+  }
   return shm_counter(comm, r, c);
 }
 
