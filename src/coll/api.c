@@ -69,6 +69,8 @@ static collie_result_t check_counts(collie_comm_t *comm, const char *fn, const s
   return COLLIE_SUCCESS;
 }
 
+/* The sizes the checks fill are initialised at declaration anyway: gcc -O3 cannot see
+ * that TRY returns whenever a check did not fill them (-Werror=maybe-uninitialized). */
 #define TRY(x)                        \
   do {                                \
     collie_result_t try_res_ = (x);   \
@@ -84,7 +86,7 @@ static collie_result_t post_or_done(collie_comm_t *comm, collie_coll_args_t *a, 
 collie_result_t collie_iallreduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                                   collie_redop_t op, collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_allreduce";
-  size_t bytes;
+  size_t bytes = 0;
   TRY(check_base(comm, fn, req));
   TRY(collie_check_count(comm, fn, count, dt, &bytes));
   TRY(check_op(comm, fn, op));
@@ -98,7 +100,7 @@ collie_result_t collie_iallreduce(const void *sendbuf, void *recvbuf, size_t cou
 collie_result_t collie_ibroadcast(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt, int root,
                                   collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_broadcast";
-  size_t bytes;
+  size_t bytes = 0;
   TRY(check_base(comm, fn, req));
   TRY(collie_check_count(comm, fn, count, dt, &bytes));
   TRY(check_root(comm, fn, root));
@@ -113,7 +115,7 @@ collie_result_t collie_ibroadcast(const void *sendbuf, void *recvbuf, size_t cou
 collie_result_t collie_ireduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                                collie_redop_t op, int root, collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_reduce";
-  size_t bytes;
+  size_t bytes = 0;
   TRY(check_base(comm, fn, req));
   TRY(collie_check_count(comm, fn, count, dt, &bytes));
   TRY(check_op(comm, fn, op));
@@ -131,7 +133,7 @@ collie_result_t collie_ireduce(const void *sendbuf, void *recvbuf, size_t count,
 collie_result_t collie_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, collie_datatype_t dt,
                                   collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_allgather";
-  size_t bytes, total;
+  size_t bytes = 0, total = 0;
   TRY(check_base(comm, fn, req));
   TRY(check_total(comm, fn, sendcount, dt, &bytes, &total));
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", sendcount));
@@ -146,7 +148,7 @@ collie_result_t collie_iallgather(const void *sendbuf, void *recvbuf, size_t sen
 collie_result_t collie_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
                                    const size_t *displs, collie_datatype_t dt, collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_allgatherv";
-  size_t bytes, sum;
+  size_t bytes = 0, sum = 0;
   TRY(check_base(comm, fn, req));
   TRY(collie_check_count(comm, fn, sendcount, dt, &bytes));
   TRY(check_counts(comm, fn, recvcounts, "recvcounts", dt, &sum));
@@ -167,7 +169,7 @@ collie_result_t collie_iallgatherv(const void *sendbuf, size_t sendcount, void *
 collie_result_t collie_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, collie_datatype_t dt,
                                        collie_redop_t op, collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_reduce_scatter";
-  size_t bytes, total;
+  size_t bytes = 0, total = 0;
   TRY(check_base(comm, fn, req));
   TRY(check_total(comm, fn, recvcount, dt, &bytes, &total));
   TRY(check_op(comm, fn, op));
@@ -183,7 +185,7 @@ collie_result_t collie_ireduce_scatter(const void *sendbuf, void *recvbuf, size_
 collie_result_t collie_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
                                         collie_datatype_t dt, collie_redop_t op, collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_reduce_scatterv";
-  size_t bytes, sum;
+  size_t bytes = 0, sum = 0;
   TRY(check_base(comm, fn, req));
   TRY(collie_check_count(comm, fn, 0, dt, &bytes));
   TRY(check_op(comm, fn, op));
@@ -210,7 +212,7 @@ static collie_result_t input_copy(collie_comm_t *comm, const char *fn, const voi
 collie_result_t collie_ialltoall(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                                  collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_alltoall";
-  size_t bytes, total;
+  size_t bytes = 0, total = 0;
   TRY(check_base(comm, fn, req));
   TRY(check_total(comm, fn, count, dt, &bytes, &total));
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", total));
@@ -257,7 +259,7 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
                                   const size_t *recvcounts, const size_t *rdispls, collie_datatype_t dt,
                                   collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_alltoallv";
-  size_t bytes, ssum, rsum;
+  size_t bytes = 0, ssum = 0, rsum = 0;
   TRY(check_base(comm, fn, req));
   TRY(collie_check_count(comm, fn, 0, dt, &bytes));
   TRY(check_counts(comm, fn, sendcounts, "sendcounts", dt, &ssum));
@@ -298,7 +300,7 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
 collie_result_t collie_iscatter(const void *sendbuf, void *recvbuf, size_t recvcount, collie_datatype_t dt, int root,
                                 collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_scatter";
-  size_t bytes, total;
+  size_t bytes = 0, total = 0;
   TRY(check_base(comm, fn, req));
   TRY(check_total(comm, fn, recvcount, dt, &bytes, &total));
   TRY(check_root(comm, fn, root));
@@ -314,7 +316,7 @@ collie_result_t collie_iscatter(const void *sendbuf, void *recvbuf, size_t recvc
 collie_result_t collie_igather(const void *sendbuf, void *recvbuf, size_t sendcount, collie_datatype_t dt, int root,
                                collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_gather";
-  size_t bytes, total;
+  size_t bytes = 0, total = 0;
   TRY(check_base(comm, fn, req));
   TRY(check_total(comm, fn, sendcount, dt, &bytes, &total));
   TRY(check_root(comm, fn, root));
