@@ -78,9 +78,9 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
  * lines that carry their own tag (the round + 1): NCCL's low-latency idea, the flag in
  * the data's line. Per round parity, the first line holds the call key and 40 bytes, and
  * up to COLLIE_SHM_INLINE_EXT more lines 56 bytes each. The first line's tag is written
- * last and stands for `ready` and `staged`; a reader waits for every line's tag at once,
- * so that all its lines travel together instead of one after the other (2 ranks, 256 B
- * all-reduce through the staging buffer: the counters' line, then the data's). */
+ * last and stands for `ready` and `staged`; a reader waiting for it prefetches the other
+ * lines, so that they travel together instead of one after the other (through the staging
+ * buffer: the counters' line, then the data's). */
 #define COLLIE_SHM_INLINE_FIRST 40
 #define COLLIE_SHM_INLINE_NEXT 56
 #define COLLIE_SHM_INLINE_EXT 7

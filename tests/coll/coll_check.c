@@ -776,10 +776,13 @@ static int dtype_list(const collie_datatype_t **list) {
   return (int)(sizeof(quick_dtypes) / sizeof(quick_dtypes[0]));
 }
 
+/* 54 and 109: the shared-memory collectives' inline lines full (54 float64: 432 bytes,
+ * eight lines) and just past them (109 float32: 436 bytes, the staging buffer). */
+#define MAX_COUNTS 9
 static int count_list(const ctx_t *x, size_t *out) {
-  size_t want[7] = {0, 1, 7, (size_t)x->n - 1, (size_t)x->n + 1, 1000 + 3, BIG_COUNT};
+  size_t want[MAX_COUNTS] = {0, 1, 7, (size_t)x->n - 1, (size_t)x->n + 1, 54, 109, 1000 + 3, BIG_COUNT};
   int m = 0;
-  for (int i = 0; i < (opt.big ? 7 : 6); i++) {
+  for (int i = 0; i < (opt.big ? MAX_COUNTS : MAX_COUNTS - 1); i++) {
     int dup = 0;
     for (int j = 0; j < m; j++) dup |= out[j] == want[i];
     if (!dup) out[m++] = want[i];
@@ -811,7 +814,7 @@ static void check_identical(ctx_t *x, uint64_t h, const char *what) {
 static void run_matrix(ctx_t *x, int kind) {
   const collie_datatype_t *dts;
   int ndt = dtype_list(&dts);
-  size_t counts[8];
+  size_t counts[MAX_COUNTS];
   int nc = count_list(x, counts);
   int roots[2] = {0, x->n - 1}, nroots = is_rooted(kind) ? (x->n > 1 ? 2 : 1) : 1;
   int nops = is_reduction(kind) ? COLLIE_NUM_OPS : 1;

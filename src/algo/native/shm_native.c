@@ -68,16 +68,16 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER;
   const size_t bytes = args->count * args->elem_size;
   op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct && bytes <= COLLIE_SHM_INLINE_BYTES;
-  op->nat_inl_lines = (uint8_t)(bytes <= COLLIE_SHM_INLINE_FIRST
-                                    ? 1
-                                    : 1 + (bytes - COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_NEXT - 1) /
-                                              COLLIE_SHM_INLINE_NEXT);
+  if (op->nat_inline)
+    op->nat_inl_lines = (uint8_t)(bytes <= COLLIE_SHM_INLINE_FIRST
+                                      ? 1
+                                      : 1 + (bytes - COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_NEXT - 1) /
+                                                COLLIE_SHM_INLINE_NEXT);
 }
 
 /* An inline round's bytes of `rank` in one piece: in its first line when they fit there;
  * else this rank's own in inl_bytes (filled by fill, then spread over the lines by
- * spread_inline), and another rank's gathered from its lines into inl_bytes. Every
- * element lies within one line: 40 and 56 are multiples of every element size. */
+ * spread_inline), and another rank's gathered from its lines into inl_bytes. */
 static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
   collie_shm_area_t *a = shm_area_of(comm, rank);
   if (op->nat_inl_lines <= 1) return a->inl[round & 1].data;

@@ -22,8 +22,9 @@ static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
  * `staged` (want - 1 is the round, and picks the line). */
 static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, int r, int c, uint64_t want) {
   if (op->nat_inline && (c == COLLIE_SHM_READY || c == COLLIE_SHM_STAGED)) {
-    /* The first line's tag is written last, so it alone says `ready`; `staged` checks
-     * every line's too. Both touch every line, so that they arrive together. */
+    /* The first line's tag is written last, so it alone says `ready` and `staged`
+     * (TSO); `ready` prefetches the other lines and `staged` loads their tags too, so
+     * that they arrive together rather than when the copy reaches them. */
     collie_shm_area_t *a = shm_area_of(comm, r);
     const int p = (int)((want - 1) & 1);
     const collie_shm_inline_ext_t *ext = a->inl_ext[p];
