@@ -14,7 +14,9 @@ raw logs and every measurement go to BUILD/bench/.
 
 Environment knobs (all optional): BENCH_QUICK=1, BENCH_REPEATS (R), BENCH_BUDGET (seconds
 of MPI/Gloo work per size before the counts are capped), BENCH_ITERS / BENCH_WARMUP (-n/-w,
-default 20/5 as in collie's perf suite), BENCH_ONLY (comma list of collectives),
+default 20/5 as in collie's perf suite), BENCH_SMALL_ITERS / BENCH_SMALL_WARMUP / BENCH_SMALL_MAX
+(-n/-w for sizes up to that many bytes, in a run of their own; default 1000/100 up to 4096),
+BENCH_ONLY (comma list of collectives),
 BENCH_RESULTS (output directory instead of bench/results), BENCH_SETTLE (seconds a round
 waits at most for the VM's slow state to pass, default 90; 0: no wait).
 """
@@ -102,6 +104,12 @@ class Runner:
         # -n/-w as collie's perf suite defaults them; the quick subset halves them (for everyone).
         self.iters = env_int("BENCH_ITERS", 10 if self.quick else 20)
         self.warmup = env_int("BENCH_WARMUP", 2 if self.quick else 5)
+        # Sizes up to small_max run more operations (for everyone): 20 operations of 0.2 us
+        # are one clock reading of 4 us, and the best of 3 such rounds moved by a quarter
+        # from run to run at 8 B; 1,000 give a latency that a rerun repeats.
+        self.small_max = env_int("BENCH_SMALL_MAX", 4096)
+        self.small_iters = env_int("BENCH_SMALL_ITERS", 200 if self.quick else 1000)
+        self.small_warmup = env_int("BENCH_SMALL_WARMUP", 20 if self.quick else 100)
         only = os.environ.get("BENCH_ONLY")
         self.colls = [c for c in COLLS if not only or c in only.split(",")]
         self.ranks = {"allreduce": [2, 4, 8]}
@@ -270,8 +278,46 @@ class Runner:
         return None
 
     # ---------------------------------------------------------------- runs
-    def size_args(self):
-        return ["-b", str(self.minb), "-e", str(self.maxb), "-f", str(self.factor)]
+    def parts(self):
+        """(first size, last size, -n, -w) of each invocation: the small sizes with more
+        operations, then the rest."""
+        if self.small_iters <= self.iters or self.small_max < self.minb:
+            return [(self.minb, self.maxb, self.iters, self.warmup)]
+        last_small = self.minb
+        while last_small * self.factor <= min(self.small_max, self.maxb):
+            last_small *= self.factor
+        l = [(self.minb, last_small, self.small_iters, self.small_warmup)]
+        if last_small < self.maxb:
+            l.append((last_small * self.factor, self.maxb, self.iters, self.warmup))
+        return l
+
+    def run_one(self, coll, n, impl, rep):
+        rows, rc = [], 0
+        for k, (b, e, iters, warmup) in enumerate(self.parts()):
+            r, got = self.run_part(coll, n, impl, rep, k, ["-b", str(b), "-e", str(e), "-f", str(self.factor)],
+                                   ["-n", str(iters), "-w", str(warmup)], iters)
+            rc = rc or r
+            rows += got
+        self.run_count += 1
+        if rc != 0 or not rows:
+            msg = f"exit status {rc}" + (" (timed out)" if rc == 124 else "") + \
+                  f", see {os.path.relpath(os.path.join(self.logs, f'{coll}-{n}-{impl}-r{rep}'), ROOT)}*.log"
+            self.failed.setdefault((coll, n, impl), msg)
+            log(f"  {impl:10s} FAILED ({msg})")
+        with open(os.path.join(self.out, "all-runs.jsonl"), "a") as f:
+            for r in rows:
+                f.write(json.dumps(dict(r, impl=impl, collective=coll, nranks=n, rep=rep)) + "\n")
+        key = (coll, n, impl)
+        best = self.results.setdefault(key, {})
+        for r in rows:
+            if r["size"] <= 0:
+                continue
+            if r.get("capped"):
+                self.capped.setdefault(key, set()).add(r["size"])
+            cur = best.get(r["size"])
+            if cur is None or r["busbw"] > cur["busbw"] or (r["busbw"] == cur["busbw"] and r["time_us"] < cur["time_us"]):
+                best[r["size"]] = r
+        return rows
 
     def impls(self, coll, n):
         l = ["collie", "collie-reg", "ompi", "mpich"]
@@ -281,16 +327,16 @@ class Runner:
             l.append("collie-tcp")
         return l
 
-    def run_one(self, coll, n, impl, rep):
-        tag = f"{coll}-{n}-{impl}-r{rep}"
+    def run_part(self, coll, n, impl, rep, part, size_args, timing, iters):
+        """One invocation of one implementation over some sizes: (exit status, rows)."""
+        tag = f"{coll}-{n}-{impl}-r{rep}" + (f"-p{part}" if part else "")
         logfile = os.path.join(self.logs, tag + ".log")
-        timing = ["-n", str(self.iters), "-w", str(self.warmup)]
         rows = []
         if impl in ("collie", "collie-tcp", "collie-reg"):
             jfile = os.path.join(self.logs, tag + ".json")
             if os.path.exists(jfile):
                 os.unlink(jfile)
-            cmd = [os.path.join(self.build, "bin", COLLIE_BIN[coll]), "-p", str(n)] + self.size_args() + timing + \
+            cmd = [os.path.join(self.build, "bin", COLLIE_BIN[coll]), "-p", str(n)] + size_args + timing + \
                   ["-c", "0", "-J", jfile] + (["-R", "1"] if impl == "collie-reg" else [])
             env = {"COLLIE_TRANSPORT": "tcp"} if impl == "collie-tcp" else {}
             rc, out = self.sh(cmd, logfile, env)
@@ -312,11 +358,11 @@ class Runner:
                         try:
                             k = 9 if which == "in_place" else 5
                             rows.append({"size": int(f[0]), "time_us": float(f[k]), "algbw": float(f[k + 1]),
-                                         "busbw": float(f[k + 2]), "capped": False, "iters": self.iters})
+                                         "busbw": float(f[k + 2]), "capped": False, "iters": iters})
                         except ValueError:
                             pass
         else:
-            mpi_args = ["-c", coll] + self.size_args() + timing + ["-B", str(self.budget), "-l", impl]
+            mpi_args = ["-c", coll] + size_args + timing + ["-B", str(self.budget), "-l", impl]
             if impl == "ompi":
                 cmd = ["mpirun.openmpi", "--oversubscribe", "-n", str(n),
                        os.path.join(self.out, "mpi_coll_bench.openmpi")] + mpi_args
@@ -326,7 +372,7 @@ class Runner:
                 env = {}
             else:
                 cmd = [os.path.join(self.out, "gloo_bench"), "-p", str(n), "-a", impl.split("-")[1]] + \
-                      self.size_args() + timing + ["-B", str(self.budget), "-l", impl]
+                      size_args + timing + ["-B", str(self.budget), "-l", impl]
                 env = {}
             rc, out = self.sh(cmd, logfile, env)
             for line in out.splitlines():
@@ -339,25 +385,7 @@ class Runner:
             if bad:
                 rc = rc or 1
                 self.failed[(coll, n, impl)] = f"wrong results at {len(bad)} sizes (bench bug?), see {os.path.relpath(logfile, ROOT)}"
-        self.run_count += 1
-        if rc != 0 or not rows:
-            msg = f"exit status {rc}" + (" (timed out)" if rc == 124 else "") + f", see {os.path.relpath(logfile, ROOT)}"
-            self.failed.setdefault((coll, n, impl), msg)
-            log(f"  {impl:10s} FAILED ({msg})")
-        with open(os.path.join(self.out, "all-runs.jsonl"), "a") as f:
-            for r in rows:
-                f.write(json.dumps(dict(r, impl=impl, collective=coll, nranks=n, rep=rep)) + "\n")
-        key = (coll, n, impl)
-        best = self.results.setdefault(key, {})
-        for r in rows:
-            if r["size"] <= 0:
-                continue
-            if r.get("capped"):
-                self.capped.setdefault(key, set()).add(r["size"])
-            cur = best.get(r["size"])
-            if cur is None or r["busbw"] > cur["busbw"] or (r["busbw"] == cur["busbw"] and r["time_us"] < cur["time_us"]):
-                best[r["size"]] = r
-        return rows
+        return rc, rows
 
     def settle(self, what):
         """Waits (up to BENCH_SETTLE seconds) until copies between the two CPUs run at their
@@ -490,8 +518,10 @@ class Runner:
                      "FileStore in a temporary directory: `gloo::allreduce` with the RING algorithm (out of place) and "
                      "`AllreduceHalvingDoubling` (in place only); all-reduce only.")
         L.append(f"- Sizes {fmt_size(self.minb)} to {fmt_size(self.maxb)}, factor {self.factor}; float32; "
-                 f"per size {self.warmup} warm-up operations, two barriers, {self.iters} timed operations; "
-                 "time per operation averaged over ranks (collie's `-a 1`).")
+                 f"per size {self.warmup} warm-up operations, two barriers, {self.iters} timed operations"
+                 + (f" ({self.small_warmup} and {self.small_iters} up to {fmt_size(self.parts()[0][1])}, in a run of "
+                    "their own: a few operations of a microsecond are one clock reading)" if len(self.parts()) > 1 else "")
+                 + "; time per operation averaged over ranks (collie's `-a 1`).")
         L.append(f"- {self.repeats} round(s) per (collective, ranks), implementations alternating, order rotated each "
                  "round; the table keeps each implementation's best round per size.")
         L.append("- busbw as nccl-tests defines it (docs/perf.md): algbw × 2(n-1)/n for all-reduce, × (n-1)/n for "
