@@ -47,7 +47,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   args->rank = comm->rank;
   args->elem_size = collie_datatype_size(call->dt);
   if (!args->chunk_bytes) args->chunk_bytes = comm->chunk_bytes;
-  args->chunk_bytes -= args->chunk_bytes % args->elem_size;
+  args->chunk_bytes &= ~(args->elem_size - 1); /* a whole number of elements: sizes are powers of 2 */
   if (!args->chunk_bytes) args->chunk_bytes = args->elem_size;
 
   const collie_algo_t *cands[16];

@@ -25,7 +25,8 @@ collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t c
     return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
                         "%s on rank %d: datatype %d is not a collie datatype (0..%d)", fn, comm ? comm->rank : -1,
                         (int)dt, COLLIE_NUM_DATATYPES - 1);
-  if (count > SIZE_MAX / esz / 2)
+  size_t twice; /* count * esz * 2 must fit: a multiply, not a division (small calls) */
+  if (__builtin_mul_overflow(count, esz * 2, &twice))
     return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
                         "%s on rank %d: count %zu of %s overflows the address space", fn, comm ? comm->rank : -1,
                         count, collie_datatype_name(dt));
