@@ -338,53 +338,44 @@ collie_result_t collie_ibarrier(collie_comm_t *comm, req_t **req) {
   return post_or_done(comm, &a, &c, false, req);
 }
 
-/* Blocking forms: post, then wait (or hand to the group), with the request (and a
- * shared-memory collective's operation) in this frame when outside a group. */
-#define BLOCKING(call)                                        \
-  req_t *req;                                                 \
-  collie_frame_t frame;                                       \
-  collie_frame_offer(&frame);                                 \
-  collie_result_t res = (call);                               \
-  collie_frame_offer(NULL);                                   \
-  return res ? collie_group_error(res) : collie_finish(req)
-
+/* Blocking forms: COLLIE_BLOCKING (post.h). */
 collie_result_t collie_allreduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,
                                  collie_comm_t *comm) {
-  BLOCKING(collie_iallreduce(s, r, n, dt, op, comm, &req));
+  COLLIE_BLOCKING(collie_iallreduce(s, r, n, dt, op, comm, &req));
 }
 collie_result_t collie_broadcast(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
-  BLOCKING(collie_ibroadcast(s, r, n, dt, root, comm, &req));
+  COLLIE_BLOCKING(collie_ibroadcast(s, r, n, dt, root, comm, &req));
 }
 collie_result_t collie_reduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op, int root,
                               collie_comm_t *comm) {
-  BLOCKING(collie_ireduce(s, r, n, dt, op, root, comm, &req));
+  COLLIE_BLOCKING(collie_ireduce(s, r, n, dt, op, root, comm, &req));
 }
 collie_result_t collie_allgather(const void *s, void *r, size_t n, collie_datatype_t dt, collie_comm_t *comm) {
-  BLOCKING(collie_iallgather(s, r, n, dt, comm, &req));
+  COLLIE_BLOCKING(collie_iallgather(s, r, n, dt, comm, &req));
 }
 collie_result_t collie_allgatherv(const void *s, size_t n, void *r, const size_t *rc, const size_t *d,
                                   collie_datatype_t dt, collie_comm_t *comm) {
-  BLOCKING(collie_iallgatherv(s, n, r, rc, d, dt, comm, &req));
+  COLLIE_BLOCKING(collie_iallgatherv(s, n, r, rc, d, dt, comm, &req));
 }
 collie_result_t collie_reduce_scatter(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,
                                       collie_comm_t *comm) {
-  BLOCKING(collie_ireduce_scatter(s, r, n, dt, op, comm, &req));
+  COLLIE_BLOCKING(collie_ireduce_scatter(s, r, n, dt, op, comm, &req));
 }
 collie_result_t collie_reduce_scatterv(const void *s, void *r, const size_t *rc, collie_datatype_t dt,
                                        collie_redop_t op, collie_comm_t *comm) {
-  BLOCKING(collie_ireduce_scatterv(s, r, rc, dt, op, comm, &req));
+  COLLIE_BLOCKING(collie_ireduce_scatterv(s, r, rc, dt, op, comm, &req));
 }
 collie_result_t collie_alltoall(const void *s, void *r, size_t n, collie_datatype_t dt, collie_comm_t *comm) {
-  BLOCKING(collie_ialltoall(s, r, n, dt, comm, &req));
+  COLLIE_BLOCKING(collie_ialltoall(s, r, n, dt, comm, &req));
 }
 collie_result_t collie_alltoallv(const void *s, const size_t *sc, const size_t *sd, void *r, const size_t *rc,
                                  const size_t *rd, collie_datatype_t dt, collie_comm_t *comm) {
-  BLOCKING(collie_ialltoallv(s, sc, sd, r, rc, rd, dt, comm, &req));
+  COLLIE_BLOCKING(collie_ialltoallv(s, sc, sd, r, rc, rd, dt, comm, &req));
 }
 collie_result_t collie_scatter(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
-  BLOCKING(collie_iscatter(s, r, n, dt, root, comm, &req));
+  COLLIE_BLOCKING(collie_iscatter(s, r, n, dt, root, comm, &req));
 }
 collie_result_t collie_gather(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
-  BLOCKING(collie_igather(s, r, n, dt, root, comm, &req));
+  COLLIE_BLOCKING(collie_igather(s, r, n, dt, root, comm, &req));
 }
-collie_result_t collie_barrier(collie_comm_t *comm) { BLOCKING(collie_ibarrier(comm, &req)); }
+collie_result_t collie_barrier(collie_comm_t *comm) { COLLIE_BLOCKING(collie_ibarrier(comm, &req)); }

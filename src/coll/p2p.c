@@ -48,19 +48,9 @@ collie_result_t collie_irecv(void *buf, size_t count, collie_datatype_t dt, int 
 }
 
 collie_result_t collie_send(const void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm) {
-  collie_request_t *req;
-  collie_frame_t frame;
-  collie_frame_offer(&frame);
-  collie_result_t res = collie_isend(buf, count, dt, peer, comm, &req);
-  collie_frame_offer(NULL);
-  return res ? collie_group_error(res) : collie_finish(req);
+  COLLIE_BLOCKING(collie_isend(buf, count, dt, peer, comm, &req));
 }
 
 collie_result_t collie_recv(void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm) {
-  collie_request_t *req;
-  collie_frame_t frame;
-  collie_frame_offer(&frame);
-  collie_result_t res = collie_irecv(buf, count, dt, peer, comm, &req);
-  collie_frame_offer(NULL);
-  return res ? collie_group_error(res) : collie_finish(req);
+  COLLIE_BLOCKING(collie_irecv(buf, count, dt, peer, comm, &req));
 }

@@ -17,6 +17,16 @@ collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_
  * offer. */
 void collie_frame_offer(collie_frame_t *frame);
 collie_frame_t *collie_frame_take(void);
+/* The body of a blocking call: `call`, its i-variant, posts into `req` (declared here),
+ * with the request (and a shared-memory collective's operation) in this frame when
+ * outside a group; then waits, or hands the request to the group. */
+#define COLLIE_BLOCKING(call)                   \
+  collie_request_t *req;                        \
+  collie_frame_t frame;                         \
+  collie_frame_offer(&frame);                   \
+  collie_result_t res = (call);                 \
+  collie_frame_offer(NULL);                     \
+  return res ? collie_group_error(res) : collie_finish(req)
 /* Blocking calls: wait now, or (between group start and end) hand the request to the group. */
 collie_result_t collie_finish(collie_request_t *req);
 /* A call inside a group failed before posting: group end reports it. Returns res. */

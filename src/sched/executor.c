@@ -60,6 +60,10 @@ static void *zalloc(size_t n) {
   return p;
 }
 
+/* Whether op lives in a blocking call's frame rather than on the heap. (An op on the
+ * heap may carry a frame too: its request's.) */
+static bool in_frame(const collie_op_t *op) { return op->frame && op == &op->frame->op; }
+
 collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool owns_sched, const void *sendbuf,
                               void *recvbuf, collie_coll_t coll, uint64_t count, collie_datatype_t dt,
                               collie_redop_t redop, int root, collie_frame_t *frame) {
@@ -67,8 +71,7 @@ collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool o
   size_t tail = sizeof(uint32_t) * ((size_t)n * 3 + (n + 1) + sched->ndeps) + sizeof(collie_xfer_t) * n;
   collie_op_t *op;
   if (frame && tail <= sizeof(frame->op_tail)) {
-    /* fixed sizes, so the compiler clears them with vector stores; a memset of the
-     * variable sum was a `rep stos`, whose start-up cost was 5% of a small collective */
+    /* fixed sizes (gcc's `rep stos` for them is off, CMakeLists.txt) */
     frame->op = (collie_op_t){0};
     memset(frame->op_tail, 0, sizeof(frame->op_tail));
     op = &frame->op;
@@ -98,7 +101,7 @@ collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool o
   if (sched->scratch_bytes) {
     op->scratch = collie_scratch_take(comm, sched->scratch_bytes);
     if (!op->scratch) {
-      if (!frame || op != &frame->op) free(op);
+      if (!in_frame(op)) free(op);
       return NULL;
     }
   }
@@ -116,7 +119,7 @@ void collie_op_discard(collie_op_t *op) {
   if (op->sched_users) (*op->sched_users)--; /* under comm->lock, like the cache itself */
   if (op->scratch) collie_scratch_give(op->comm, op->scratch);
   collie_scratch_give(op->comm, op->temp);
-  if (!op->frame || op != &op->frame->op) free(op);
+  if (!in_frame(op)) free(op);
 }
 
 /* Successor lists in compressed form: succ[succ_first[i] .. succ_first[i+1]). */

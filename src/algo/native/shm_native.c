@@ -75,6 +75,12 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
                                                 COLLIE_SHM_INLINE_NEXT);
 }
 
+/* Where further line i (from 1) of an inline round sits in its bytes in one piece. The
+ * copies move whole lines (inl_bytes has room): constant sizes, a few vector moves. */
+static char *ext_bytes(char *buf, int i) {
+  return buf + COLLIE_SHM_INLINE_FIRST + (size_t)(i - 1) * COLLIE_SHM_INLINE_NEXT;
+}
+
 /* An inline round's bytes of `rank` in one piece: in its first line when they fit there;
  * else this rank's own in inl_bytes (filled by fill, then spread over the lines by
  * spread_inline), and another rank's gathered from its lines into inl_bytes. */
@@ -83,11 +89,9 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
   if (op->nat_inl_lines <= 1) return a->inl[round & 1].data;
   char *buf = comm->shm->inl_bytes + (size_t)rank * COLLIE_SHM_INLINE_BYTES;
   if (rank == comm->rank) return buf;
-  /* whole lines: copies of a constant size compile to a few vector moves */
   memcpy(buf, a->inl[round & 1].data, COLLIE_SHM_INLINE_FIRST);
   for (int i = 1; i < op->nat_inl_lines; i++)
-    memcpy(buf + COLLIE_SHM_INLINE_FIRST + (size_t)(i - 1) * COLLIE_SHM_INLINE_NEXT, a->inl_ext[round & 1][i - 1].data,
-           COLLIE_SHM_INLINE_NEXT);
+    memcpy(ext_bytes(buf, i), a->inl_ext[round & 1][i - 1].data, COLLIE_SHM_INLINE_NEXT);
   return buf;
 }
 
@@ -95,11 +99,11 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
  * tag; the first line's tag follows later (advance). */
 static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
-  const char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
+  char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
   memcpy(a->inl[g & 1].data, buf, COLLIE_SHM_INLINE_FIRST);
   for (int i = 1; i < op->nat_inl_lines; i++) {
     collie_shm_inline_ext_t *x = &a->inl_ext[g & 1][i - 1];
-    memcpy(x->data, buf + COLLIE_SHM_INLINE_FIRST + (size_t)(i - 1) * COLLIE_SHM_INLINE_NEXT, COLLIE_SHM_INLINE_NEXT);
+    memcpy(x->data, ext_bytes(buf, i), COLLIE_SHM_INLINE_NEXT);
     atomic_store_explicit(&x->tag, g + 1, memory_order_release);
   }
 }
@@ -331,17 +335,6 @@ static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
   shm_store(comm, COLLIE_SHM_STAGED, g + 1);
 }
 
-/* Publishes counter c. The wake-up of sleeping peers waits for the end of the progress
- * pass (shm_publish) only for an inline round, whose work until then is a few lines;
- * a larger round's peers are woken at once, to work alongside this rank. */
-static void publish(collie_comm_t *comm, const collie_op_t *op, int c, uint64_t value) {
-  shm_publish(comm, c, value);
-  if (!op->nat_inline) {
-    comm->shm->wake_pending = false;
-    collie_shm_notify_others(comm);
-  }
-}
-
 /* Runs as many phases of op as its peers allow. Returns >0 if anything moved, <0 after
  * failing the communicator. */
 static int advance(collie_comm_t *comm, collie_op_t *op) {
@@ -366,7 +359,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
        * and `staged` of inline rounds, and carries every first round's key. */
       if (op->nat_inline || !op->nat_checked)
         atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[g & 1].tag, g + 1, memory_order_release);
-      publish(comm, op, COLLIE_SHM_READY, g + 1);
+      shm_publish(comm, op, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase(op) ? PH_COMBINE : PH_DRAIN;
       moved = 1;
     }
@@ -402,13 +395,13 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
     if (op->nat_phase == PH_COMBINE) {
       if (!shm_all_reached(comm, op, COLLIE_SHM_STAGED, g + 1)) return moved;
       combine(comm, op, g, k);
-      publish(comm, op, COLLIE_SHM_REDUCED, g + 1);
+      shm_publish(comm, op, COLLIE_SHM_REDUCED, g + 1);
       op->nat_phase = PH_DRAIN;
       moved = 1;
     }
     if (!drain_ready(comm, op, g + 1)) return moved;
     drain(comm, op, g, k);
-    publish(comm, op, COLLIE_SHM_DONE, g + 1);
+    shm_publish(comm, op, COLLIE_SHM_DONE, g + 1);
     comm->native_prev_all = two_phase(op) || drain_waits_all(comm, op);
     op->nat_phase = PH_FILL;
     op->nat_round++;

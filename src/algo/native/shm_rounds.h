@@ -59,8 +59,8 @@ static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, 
   return false;
 }
 
-/* Stores this rank's counter c (publish: and has the ranks asleep on their doorbells
- * woken before this progress pass ends, collie_native_progress). The wake-up may wait
+/* Stores this rank's counter c (publish: and wakes the ranks asleep on their doorbells,
+ * for an inline round before this progress pass ends, collie_native_progress). The wake-up may wait
  * because its fence stalls until the store has reached the other cores: right after the
  * store that is a full cache-line transfer (2 ranks, 8 B all-reduce: 10 ns of 170), while
  * after reading the peers' data, or before waiting for it, the store is out already, and
@@ -68,9 +68,12 @@ static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, 
 static inline void shm_store(collie_comm_t *comm, int c, uint64_t value) {
   atomic_store_explicit(&shm_area_of(comm, comm->rank)->line.ctr[c], value, memory_order_release);
 }
-static inline void shm_publish(collie_comm_t *comm, int c, uint64_t value) {
+static inline void shm_publish(collie_comm_t *comm, const collie_op_t *op, int c, uint64_t value) {
   shm_store(comm, c, value);
-  comm->shm->wake_pending = true;
+  /* Only an inline round's wake-up waits: its work until the pass ends is a few lines,
+   * while a larger round's sleeping peers should work alongside this rank at once. */
+  if (op->nat_inline) comm->shm->wake_pending = true;
+  else collie_shm_notify_others(comm);
 }
 
 /* A copy into a receive buffer: streaming stores when op's is larger than the caches
