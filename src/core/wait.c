@@ -1,6 +1,7 @@
 /* Waiting: drive progress, never burn a core another rank needs, honour the exec timeout.
  *
- * A waiter polls for COLLIE_SPIN rounds, then yields for COLLIE_YIELD rounds, then sleeps:
+ * A waiter polls for COLLIE_SPIN rounds, then yields for COLLIE_YIELD rounds (polling a
+ * little between yields while the peer it waits for runs, yield_once), then sleeps:
  * on its shared-memory doorbell (peers wake it with a futex) and/or in poll() on its TCP
  * sockets. Sleeps are short and bounded so that deadlines are always checked. */
 #include <poll.h>
@@ -82,6 +83,25 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
   }
 }
 
+/* With more ranks than cores, a rank that waits for a peer that has no core only keeps it
+ * off this one: it yields at once. But a peer that runs on another core right now answers
+ * within a progress pass, sooner than a yield comes back, so a waiter polls while the
+ * peer it waits for runs, up to COLLIE_OS_POLLS polls per yield. */
+enum { COLLIE_OS_POLLS = 16 };
+static void yield_once(collie_comm_t *comm) {
+  if (comm->shm && comm->oversubscribed) {
+    if (comm->wait_peer >= 0 && comm->polls_left > 0 && collie_shm_peer_on_cpu(comm, comm->wait_peer)) {
+      comm->polls_left--;
+      cpu_relax();
+      return;
+    }
+    comm->polls_left = COLLIE_OS_POLLS;
+    collie_shm_yield(comm);
+    return;
+  }
+  sched_yield();
+}
+
 /* *idle counts idle rounds; the phases are measured in time (COLLIE_SPIN and COLLIE_YIELD are
  * microseconds), because what matters is how long a peer usually takes to answer, not how
  * fast this CPU polls. The clock is read every 64 rounds only, and not at all in the
@@ -97,12 +117,13 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
   if (n == first_timed) {
     comm->idle_since_ns = collie_now_ns();
     comm->idle_ns = 0;
+    comm->polls_left = COLLIE_OS_POLLS;
   } else if ((n & 63) == 0) {
     comm->idle_ns = collie_now_ns() - comm->idle_since_ns;
   }
   int64_t us = comm->idle_ns / 1000;
   if (us < comm->spin) cpu_relax();
-  else if (us < (int64_t)comm->spin + comm->yield) sched_yield();
+  else if (us < (int64_t)comm->spin + comm->yield) yield_once(comm);
   else sleep_once(comm, done);
 }
 

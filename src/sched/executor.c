@@ -349,6 +349,7 @@ int collie_progress(collie_comm_t *comm) {
     return 1;
   }
   int moved = 0;
+  comm->wait_peer = -1;
   for (int p = 0; p < comm->nranks; p++) {
     collie_peer_t *peer = &comm->peers[p];
     if (!peer->sendq && !peer->recvq) continue;

@@ -40,16 +40,25 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
   return shm_counter(comm, r, c);
 }
 
-/* Whether every other rank's counter c has reached want; remembers the first laggard for
- * timeout sentences. */
+/* Whether every other rank's counter c has reached want; remembers a laggard for timeout
+ * sentences and for the wait (core/wait.c): the first one, or with more ranks than cores
+ * the first that has given up its core, if any (waiting for it, a rank yields at once). */
 static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, uint64_t want) {
+  bool all = true;
   for (int r = 0; r < comm->nranks; r++) {
     if (r == comm->rank || shm_progress(comm, op, r, c, want) >= want) continue;
-    op->nat_wait = r;
-    op->nat_wait_flag = c;
-    return false;
+    if (all) {
+      all = false;
+      op->nat_wait = r;
+      op->nat_wait_flag = c;
+      if (!comm->oversubscribed) return false;
+    }
+    if (!collie_shm_peer_on_cpu(comm, r)) {
+      op->nat_wait = r;
+      return false;
+    }
   }
-  return true;
+  return all;
 }
 
 static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, int c, uint64_t want) {
