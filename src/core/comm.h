@@ -67,7 +67,8 @@ struct collie_comm {
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */
   uint64_t stream_bytes;       /* COLLIE_STREAM_BYTES (0: never stream) */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
-  int wait_peer;               /* the local rank the last progress pass waited for; -1: none known */
+  int wait_peer;               /* the rank a shared-memory collective waited for in the last progress
+                                * pass (its local index too: those need every rank local); -1: none */
   int polls_left;              /* oversubscribed: polls left before the next yield (wait.c) */
 
   struct collie_shm_state *shm;

@@ -73,7 +73,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                   "1: a background thread progresses nonblocking operations."},
     [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "20",
                        "Microseconds a waiting rank polls before it starts yielding its core (0 when the "
-                       "host's ranks outnumber its cores, unless set)."},
+                       "host's ranks outnumber its cores, unless set; then a rank in a shared-memory "
+                       "collective still polls up to 16 times a yield while the peer it waits for runs)."},
     [COLLIE_P_YIELD] = {"COLLIE_YIELD", COLLIE_PT_INT, "2000",
                         "Microseconds a waiting rank yields (sched_yield) before it sleeps on a futex."},
     [COLLIE_P_ALGO] = {"COLLIE_ALGO", COLLIE_PT_STRING, NULL,

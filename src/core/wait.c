@@ -85,11 +85,13 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
 
 /* With more ranks than cores, a rank that waits for a peer that has no core only keeps it
  * off this one: it yields at once. But a peer that runs on another core right now answers
- * within a progress pass, sooner than a yield comes back, so a waiter polls while the
- * peer it waits for runs, up to COLLIE_OS_POLLS polls per yield. */
+ * within a progress pass, sooner than a yield comes back, so a waiter polls, up to
+ * COLLIE_OS_POLLS polls per yield, while the peer it waits for has not said that it
+ * yields or sleeps. Not with a progress thread: that thread yields for the rank, and the
+ * waiter (which runs no progress) does not know what it waits for. */
 enum { COLLIE_OS_POLLS = 16 };
 static void yield_once(collie_comm_t *comm) {
-  if (comm->shm && comm->oversubscribed) {
+  if (comm->shm && comm->oversubscribed && !comm->has_progress_thread) {
     if (comm->wait_peer >= 0 && comm->polls_left > 0 && collie_shm_peer_on_cpu(comm, comm->wait_peer)) {
       comm->polls_left--;
       cpu_relax();

@@ -19,8 +19,8 @@ typedef struct {
   _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
   char pad0[60];
   _Atomic uint32_t sleeping; /* we are (about to be) asleep on the doorbell */
-  _Atomic uint32_t away;     /* we have given up our core (sched_yield or a sleep): a hint for
-                              * waiters on 2 ranks a core, who poll only while we run (wait.c) */
+  _Atomic uint32_t away;     /* we are in sched_yield, with more ranks than cores: with `sleeping`,
+                              * a hint for waiters, who poll only while we may run (wait.c) */
   char pad1[56];
   uint64_t magic, nslots, slot_size, nrings;
   /* The single-copy probe (shm_peer_mem.c): a one-page collie_mem_alloc the owner offers,
@@ -209,7 +209,8 @@ uint32_t collie_shm_sleep_prepare(collie_comm_t *comm);
 void collie_shm_sleep(collie_comm_t *comm, uint32_t seen, int timeout_ms);
 void collie_shm_sleep_done(collie_comm_t *comm);
 void collie_shm_wake_self(collie_comm_t *comm);
-/* Whether local rank li is running now, as far as it said: not yielding, not asleep. */
+/* Whether local rank li may be running now: it has not said that it yields or sleeps (it may
+ * still have lost its core to the scheduler, or be busy outside collie). */
 bool collie_shm_peer_on_cpu(const collie_comm_t *comm, int li);
 /* This rank gives up its core (sched_yield), saying so to waiters. */
 void collie_shm_yield(collie_comm_t *comm);

@@ -420,7 +420,6 @@ int collie_native_progress(collie_comm_t *comm) {
       collie_shm_notify_others(comm);
     }
     if (moved < 0) return -1;
-    if (!moved) comm->wait_peer = op->nat_wait;
     if (op->nat_round == op->nat_end) {
       op->steps_done = true;
       comm->native_ops--;
