@@ -69,6 +69,11 @@ struct collie_comm {
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
   int wait_peer;               /* the rank a shared-memory collective waited for in the last progress
                                 * pass (its local index too: those need every rank local); -1: none */
+  /* With wait_peer: the shared word it waits on, and for what. These hints are written by
+   * progress passes (under lock) and read by the waiter after its own pass; one written by
+   * another thread's pass is still a word of a segment mapped until the communicator goes. */
+  const _Atomic uint64_t *wait_word;
+  uint64_t wait_want;
   int polls_left;              /* oversubscribed: polls left before the next yield (wait.c) */
 
   struct collie_shm_state *shm;

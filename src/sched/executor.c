@@ -350,6 +350,7 @@ int collie_progress(collie_comm_t *comm) {
   }
   int moved = 0;
   comm->wait_peer = -1;
+  comm->wait_word = NULL;
   for (int p = 0; p < comm->nranks; p++) {
     collie_peer_t *peer = &comm->peers[p];
     if (!peer->sendq && !peer->recvq) continue;
