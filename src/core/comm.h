@@ -67,13 +67,10 @@ struct collie_comm {
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */
   uint64_t stream_bytes;       /* COLLIE_STREAM_BYTES (0: never stream) */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
-  int wait_peer;               /* the rank a shared-memory collective waited for in the last progress
-                                * pass (its local index too: those need every rank local); -1: none */
-  /* With wait_peer: the shared word it waits on, and for what. These hints are written by
-   * progress passes (under lock) and read by the waiter after its own pass; one written by
-   * another thread's pass is still a word of a segment mapped until the communicator goes. */
-  const _Atomic uint64_t *wait_word;
-  uint64_t wait_want;
+  /* The rank a shared-memory collective waited for in the last progress pass (its local
+   * index too: those need every rank local); -1: none. A hint for the waiter (wait.c),
+   * written under lock by whichever thread ran the pass: hence atomic, relaxed. */
+  _Atomic int wait_peer;
   int polls_left;              /* oversubscribed: polls left before the next yield (wait.c) */
 
   struct collie_shm_state *shm;
@@ -94,6 +91,10 @@ struct collie_comm {
   _Atomic int stop_progress;
   pthread_cond_t progress_cv;
 };
+
+static inline void collie_set_wait_peer(collie_comm_t *comm, int rank) {
+  atomic_store_explicit(&comm->wait_peer, rank, memory_order_relaxed);
+}
 
 void collie_comm_set_last_error(collie_comm_t *comm, const char *msg);
 const char *collie_comm_last_error(const collie_comm_t *comm);

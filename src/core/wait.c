@@ -1,7 +1,7 @@
 /* Waiting: drive progress, never burn a core another rank needs, honour the exec timeout.
  *
- * A waiter polls for COLLIE_SPIN rounds, then yields for COLLIE_YIELD rounds (polling a
- * little between yields while the peer it waits for runs, yield_once), then sleeps:
+ * A waiter polls for COLLIE_SPIN microseconds, then yields for COLLIE_YIELD microseconds
+ * (polling a little between yields while the peer it waits for runs, yield_once), then sleeps:
  * on its shared-memory doorbell (peers wake it with a futex) and/or in poll() on its TCP
  * sockets. Sleeps are short and bounded so that deadlines are always checked. */
 #include <poll.h>
@@ -83,18 +83,6 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
   }
 }
 
-/* One poll while nothing moved: a pause, or when the last pass said which shared word it
- * waits on (a shared-memory collective), up to 8 reads of that word, so that the next
- * pass (and its lock) comes as soon as the word changes rather than a pass later. */
-static inline void poll_once(collie_comm_t *comm) {
-  const _Atomic uint64_t *w = comm->wait_word;
-  if (!w || comm->has_progress_thread) {
-    cpu_relax();
-    return;
-  }
-  for (int i = 0; i < 8 && atomic_load_explicit(w, memory_order_relaxed) < comm->wait_want; i++) cpu_relax();
-}
-
 /* With more ranks than cores, a rank that waits for a peer that has no core only keeps it
  * off this one: it yields at once. But a peer that runs on another core right now answers
  * within a progress pass, sooner than a yield comes back, so a waiter polls, up to
@@ -104,7 +92,8 @@ static inline void poll_once(collie_comm_t *comm) {
 enum { COLLIE_OS_POLLS = 16 };
 static void yield_once(collie_comm_t *comm) {
   if (comm->shm && comm->oversubscribed && !comm->has_progress_thread) {
-    if (comm->wait_peer >= 0 && comm->polls_left > 0 && collie_shm_peer_on_cpu(comm, comm->wait_peer)) {
+    const int peer = atomic_load_explicit(&comm->wait_peer, memory_order_relaxed);
+    if (peer >= 0 && comm->polls_left > 0 && collie_shm_peer_on_cpu(comm, peer)) {
       comm->polls_left--;
       cpu_relax();
       return;
@@ -125,7 +114,7 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
   const int first_timed = comm->spin > 0 ? 16 : 1;
   int n = ++*idle;
   if (n < first_timed) {
-    poll_once(comm);
+    cpu_relax();
     return;
   }
   if (n == first_timed) {
@@ -136,7 +125,7 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
     comm->idle_ns = collie_now_ns() - comm->idle_since_ns;
   }
   int64_t us = comm->idle_ns / 1000;
-  if (us < comm->spin) poll_once(comm);
+  if (us < comm->spin) cpu_relax();
   else if (us < (int64_t)comm->spin + comm->yield) yield_once(comm);
   else sleep_once(comm, done);
 }

@@ -349,11 +349,12 @@ int collie_progress(collie_comm_t *comm) {
     return 1;
   }
   int moved = 0;
-  comm->wait_peer = -1;
-  comm->wait_word = NULL;
+  bool messages = false;
+  collie_set_wait_peer(comm, -1);
   for (int p = 0; p < comm->nranks; p++) {
     collie_peer_t *peer = &comm->peers[p];
     if (!peer->sendq && !peer->recvq) continue;
+    messages = true;
     int r = peer->tp->progress(comm, peer);
     if (r < 0) {
       collie_fail_all_ops(comm);
@@ -369,6 +370,9 @@ int collie_progress(collie_comm_t *comm) {
     }
     moved |= r > 0;
   }
+  /* The wait's hint names the peer a shared-memory collective waits for; with messages
+   * in flight the caller may wait for one of those instead (core/wait.c). */
+  if (messages) collie_set_wait_peer(comm, -1);
   if (comm->ops && comm->ops->steps_done) {
     retire_ops(comm);
     moved = 1;

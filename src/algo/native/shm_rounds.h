@@ -40,23 +40,6 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
   return shm_counter(comm, r, c);
 }
 
-/* The word that says rank r's counter c as op sees it (shm_progress): an inline round's
- * first tag, or the counter. */
-static inline const _Atomic uint64_t *shm_word(collie_comm_t *comm, const collie_op_t *op, int r, int c,
-                                              uint64_t want) {
-  collie_shm_area_t *a = shm_area_of(comm, r);
-  if (op->nat_inline && (c == COLLIE_SHM_READY || c == COLLIE_SHM_STAGED)) return &a->inl[(want - 1) & 1].tag;
-  return &a->line.ctr[c];
-}
-
-/* Remembers what this pass waits for: rank r's counter c to reach want (core/wait.c polls
- * that one word between passes). */
-static inline void shm_waits_for(collie_comm_t *comm, const collie_op_t *op, int r, int c, uint64_t want) {
-  comm->wait_peer = r;
-  comm->wait_word = shm_word(comm, op, r, c, want);
-  comm->wait_want = want;
-}
-
 /* Whether every other rank's counter c has reached want; remembers the first laggard for
  * timeout sentences, and which one to wait for (comm->wait_peer, core/wait.c): with more
  * ranks than cores, the first laggard that said it yields or sleeps, if any, since waiting
@@ -68,12 +51,12 @@ static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, 
     if (all) {
       all = false;
       op->nat_wait = r;
+      collie_set_wait_peer(comm, r);
       op->nat_wait_flag = c;
-      shm_waits_for(comm, op, r, c, want);
       if (!comm->oversubscribed) return false;
     }
     if (!collie_shm_peer_on_cpu(comm, r)) {
-      shm_waits_for(comm, op, r, c, want);
+      collie_set_wait_peer(comm, r);
       return false;
     }
   }
@@ -83,8 +66,8 @@ static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, 
 static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, int c, uint64_t want) {
   if (r == comm->rank || shm_progress(comm, op, r, c, want) >= want) return true;
   op->nat_wait = r;
+  collie_set_wait_peer(comm, r);
   op->nat_wait_flag = c;
-  shm_waits_for(comm, op, r, c, want);
   return false;
 }
 
