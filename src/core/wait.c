@@ -108,23 +108,21 @@ static void yield_once(collie_comm_t *comm) {
 /* *idle counts idle rounds; the phases are measured in time (COLLIE_SPIN and COLLIE_YIELD are
  * microseconds), because what matters is how long a peer usually takes to answer, not how
  * fast this CPU polls. The clock is read every 64 rounds only, and not at all in the
- * first rounds of a spin: most waits end there, and a clock read cost a tenth of a small
- * collective. */
+ * first 15 rounds, which count as time 0 (polls, or yields with more ranks than cores):
+ * most waits end there, and a clock read cost a tenth of a small collective (and 1% of
+ * a 4-rank one on 2 cores, where every operation waits). */
+enum { COLLIE_FIRST_TIMED = 16 };
 void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
-  const int first_timed = comm->spin > 0 ? 16 : 1;
   int n = ++*idle;
-  if (n < first_timed) {
-    cpu_relax();
-    return;
-  }
-  if (n == first_timed) {
+  int64_t us = 0;
+  if (n == 1) comm->polls_left = COLLIE_OS_POLLS;
+  if (n == COLLIE_FIRST_TIMED) {
     comm->idle_since_ns = collie_now_ns();
     comm->idle_ns = 0;
-    comm->polls_left = COLLIE_OS_POLLS;
-  } else if ((n & 63) == 0) {
+  } else if (n > COLLIE_FIRST_TIMED && (n & 63) == 0) {
     comm->idle_ns = collie_now_ns() - comm->idle_since_ns;
   }
-  int64_t us = comm->idle_ns / 1000;
+  if (n >= COLLIE_FIRST_TIMED) us = comm->idle_ns / 1000;
   if (us < comm->spin) cpu_relax();
   else if (us < (int64_t)comm->spin + comm->yield) yield_once(comm);
   else sleep_once(comm, done);
