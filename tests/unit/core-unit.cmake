@@ -1,7 +1,7 @@
 # Unit tests of the core: parameters, unique ids, public API errors, socket helpers, the
-# shared-memory ring, the streaming copy; collie-info and the generated
-# docs/environment.md; installing the package and building examples/hello.c against it.
-foreach(t params unique_id api_errors socket shm_ring copy)
+# shared-memory ring, the streaming copy, the usable CPUs (cgroup quotas); collie-info and
+# the generated docs/environment.md; installing the package and building examples/hello.c against it.
+foreach(t params unique_id api_errors socket shm_ring copy cpus)
   add_executable(test_core_${t} ${CMAKE_CURRENT_LIST_DIR}/test_core_${t}.c)
   target_link_libraries(test_core_${t} PRIVATE collie_internal)
 endforeach()
@@ -12,7 +12,8 @@ add_test(NAME unit_api_errors COMMAND test_core_api_errors)
 add_test(NAME unit_socket_helpers COMMAND test_core_socket)
 add_test(NAME shm_ring_boundaries COMMAND test_core_shm_ring)
 add_test(NAME unit_copy_stream COMMAND test_core_copy)
-set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers unit_copy_stream
+add_test(NAME unit_usable_cpus COMMAND test_core_cpus)
+set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers unit_copy_stream unit_usable_cpus
                      PROPERTIES TIMEOUT 30 LABELS unit ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # The same with a progress thread moving the transfers while the ranks wait.
 add_test(NAME shm_ring_boundaries_progress_thread COMMAND test_core_shm_ring)

@@ -1,0 +1,138 @@
+/* How many CPUs this process may use (core/cpus.h). The affinity mask says which CPUs the
+ * scheduler may put us on; a cgroup CPU quota says how much of their time we get, and a
+ * container with a quota of 2 CPUs on a 64-core host that polled as if it had 64 would
+ * be throttled for whole scheduler periods (100 ms by default) while its peers wait. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "core/cpus.h"
+
+#include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Whether the comma-separated list holds item. */
+static bool has_item(const char *list, const char *item) {
+  const size_t n = strlen(item);
+  for (const char *p = list; p;) {
+    const char *e = strchr(p, ',');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, item, n) == 0) return true;
+    p = e ? e + 1 : NULL;
+  }
+  return false;
+}
+
+/* The mount of cgroup v2 (v1 false), or of the v1 hierarchy that holds the cpu controller:
+ * the cgroup path it shows as its root, and where it is mounted. Lines of mountinfo read
+ * "id parent major:minor root mount-point options [optional fields] - fstype source
+ * super-options" (proc(5)). */
+static bool find_mount(const char *mountinfo, bool v1, char *root, char *point) {
+  FILE *f = fopen(mountinfo, "r");
+  if (!f) return false;
+  char line[4096], fstype[64], source[256], super[1024];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    char *sep = strstr(line, " - ");
+    if (!sep) continue;
+    *sep = 0;
+    super[0] = 0;
+    if (sscanf(sep + 3, "%63s %255s %1023s", fstype, source, super) < 2) continue;
+    if (v1 ? strcmp(fstype, "cgroup") != 0 || !has_item(super, "cpu") : strcmp(fstype, "cgroup2") != 0) continue;
+    found = sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) == 2;
+  }
+  fclose(f);
+  return found;
+}
+
+/* This process's cgroup path in v2 (the "0::" line), or in the v1 hierarchy with cpu. */
+static bool find_cgroup(const char *proc_cgroup, bool v1, char *path) {
+  FILE *f = fopen(proc_cgroup, "r");
+  if (!f) return false;
+  char line[4096];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2 || strlen(c2 + 1) >= PATH_MAX) continue;
+    *c1 = *c2 = 0;
+    const char *controllers = c1 + 1;
+    if (v1 ? has_item(controllers, "cpu") : strcmp(line, "0") == 0 && !*controllers) {
+      strcpy(path, c2 + 1);
+      found = true;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+static bool read_two(const char *dir, const char *name, const char *fmt, void *a, void *b) {
+  char file[2 * PATH_MAX + 64];
+  if ((size_t)snprintf(file, sizeof file, "%s/%s", dir, name) >= sizeof file) return false;
+  FILE *f = fopen(file, "r");
+  if (!f) return false;
+  int n = b ? fscanf(f, fmt, a, b) : fscanf(f, fmt, a);
+  fclose(f);
+  return n == (b ? 2 : 1);
+}
+
+/* The quota set in one cgroup directory, in CPUs (at least 1); 0: none. */
+static int limit_in(const char *dir, bool v1) {
+  long long quota = -1, period = 0;
+  if (v1) {
+    if (!read_two(dir, "cpu.cfs_quota_us", "%lld", &quota, NULL) ||
+        !read_two(dir, "cpu.cfs_period_us", "%lld", &period, NULL))
+      return 0;
+  } else {
+    char q[32];
+    if (!read_two(dir, "cpu.max", "%31s %lld", q, &period) || strcmp(q, "max") == 0) return 0;
+    quota = strtoll(q, NULL, 10);
+  }
+  if (quota <= 0 || period <= 0) return 0;
+  long long cpus = quota / period; /* rounded down: a fraction of a CPU is no room to poll */
+  return cpus < 1 ? 1 : cpus > INT_MAX ? INT_MAX : (int)cpus;
+}
+
+/* The smallest quota of this process's cgroup and its parents in one hierarchy. */
+static int hierarchy_limit(const char *proc_cgroup, const char *mountinfo, bool v1) {
+  char path[PATH_MAX], root[PATH_MAX], point[PATH_MAX], dir[2 * PATH_MAX];
+  if (!find_cgroup(proc_cgroup, v1, path) || !find_mount(mountinfo, v1, root, point)) return 0;
+  /* The mount shows the hierarchy from `root` down (a container without its own cgroup
+   * namespace sees its cgroup's path there); a cgroup outside it cannot be read. */
+  const char *rel = path;
+  if (strcmp(root, "/") != 0) {
+    size_t n = strlen(root);
+    if (strncmp(path, root, n) != 0 || (path[n] && path[n] != '/')) return 0;
+    rel = path + n;
+  }
+  if ((size_t)snprintf(dir, sizeof dir, "%s%s", point, strcmp(rel, "/") == 0 ? "" : rel) >= sizeof dir) return 0;
+  const size_t top = strlen(point);
+  int best = 0;
+  for (;;) {
+    int l = limit_in(dir, v1);
+    if (l > 0 && (best == 0 || l < best)) best = l;
+    char *slash = strrchr(dir, '/');
+    if (strlen(dir) <= top || !slash || (size_t)(slash - dir) < top) break;
+    *slash = 0;
+  }
+  return best;
+}
+
+int collie_cgroup_cpu_limit(const char *proc_cgroup, const char *mountinfo) {
+  int v2 = hierarchy_limit(proc_cgroup, mountinfo, false), v1 = hierarchy_limit(proc_cgroup, mountinfo, true);
+  return v2 > 0 && (v1 == 0 || v2 < v1) ? v2 : v1;
+}
+
+int collie_usable_cpus(void) {
+  cpu_set_t set;
+  long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  int quota = collie_cgroup_cpu_limit("/proc/self/cgroup", "/proc/self/mountinfo");
+  if (quota > 0 && quota < n) n = quota;
+  return (int)n;
+}

@@ -1,0 +1,18 @@
+/* How many CPUs this process may use: what decides whether a host's ranks outnumber its
+ * cores (the wait policy, core/wait.c) and how much the cost model charges for it. */
+#ifndef COLLIE_CPUS_H
+#define COLLIE_CPUS_H
+
+/* The CPUs in this process's affinity mask (all online ones if it cannot be read), lowered
+ * to its cgroup's CPU quota when that is smaller: a container started with `docker --cpus
+ * 2` or a Kubernetes limit of 2 CPUs sees every CPU of the host, but gets two CPUs' time.
+ * At least 1. */
+int collie_usable_cpus(void);
+
+/* The CPU quota of the cgroup that `proc_cgroup` (the format of /proc/self/cgroup) and
+ * `mountinfo` (of /proc/self/mountinfo) describe, in whole CPUs rounded down (at least 1):
+ * the smallest over the cgroup and its parents, cgroup v2's cpu.max or v1's
+ * cpu.cfs_quota_us / cpu.cfs_period_us. 0 when there is none or it cannot be read. */
+int collie_cgroup_cpu_limit(const char *proc_cgroup, const char *mountinfo);
+
+#endif
