@@ -27,16 +27,32 @@ static bool has_item(const char *list, const char *item) {
   return false;
 }
 
-/* The mount of cgroup v2 (v1 false), or of the v1 hierarchy that holds the cpu controller:
- * the cgroup path it shows as its root, and where it is mounted. Lines of mountinfo read
- * "id parent major:minor root mount-point options [optional fields] - fstype source
- * super-options" (proc(5)). */
-static bool find_mount(const char *mountinfo, bool v1, char *root, char *point) {
+/* Decodes mountinfo's octal escapes (a space is \040, a backslash \134) in place. */
+static void unescape(char *s) {
+  char *w = s;
+  for (const char *r = s; *r; w++) {
+    if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+      *w = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+      r += 4;
+    } else {
+      *w = *r++;
+    }
+  }
+  *w = 0;
+}
+
+/* Where `path` of this hierarchy lies: under the mount of cgroup v2 (v1 false), or of the v1
+ * hierarchy that holds the cpu controller, whose root (the cgroup it shows at its top: a
+ * container without its own cgroup namespace sees its own cgroup there) holds the path.
+ * Writes the mount point and returns the path below it; NULL when no mount holds it.
+ * Lines of mountinfo read "id parent major:minor root mount-point options [optional
+ * fields] - fstype source super-options" (proc(5)). */
+static const char *find_mount(const char *mountinfo, bool v1, const char *path, char *point) {
   FILE *f = fopen(mountinfo, "r");
-  if (!f) return false;
-  char line[4096], fstype[64], source[256], super[1024];
-  bool found = false;
-  while (!found && fgets(line, sizeof line, f)) {
+  if (!f) return NULL;
+  char line[4096], fstype[64], source[256], super[1024], root[PATH_MAX];
+  const char *rel = NULL;
+  while (!rel && fgets(line, sizeof line, f)) {
     line[strcspn(line, "\n")] = 0;
     char *sep = strstr(line, " - ");
     if (!sep) continue;
@@ -44,10 +60,14 @@ static bool find_mount(const char *mountinfo, bool v1, char *root, char *point) 
     super[0] = 0;
     if (sscanf(sep + 3, "%63s %255s %1023s", fstype, source, super) < 2) continue;
     if (v1 ? strcmp(fstype, "cgroup") != 0 || !has_item(super, "cpu") : strcmp(fstype, "cgroup2") != 0) continue;
-    found = sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) == 2;
+    if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2) continue;
+    unescape(root);
+    unescape(point);
+    const size_t n = strcmp(root, "/") == 0 ? 0 : strlen(root);
+    if (strncmp(path, root, n) == 0 && (path[n] == 0 || path[n] == '/')) rel = path + n;
   }
   fclose(f);
-  return found;
+  return rel;
 }
 
 /* This process's cgroup path in v2 (the "0::" line), or in the v1 hierarchy with cpu. */
@@ -100,16 +120,13 @@ static int limit_in(const char *dir, bool v1) {
 
 /* The smallest quota of this process's cgroup and its parents in one hierarchy. */
 static int hierarchy_limit(const char *proc_cgroup, const char *mountinfo, bool v1) {
-  char path[PATH_MAX], root[PATH_MAX], point[PATH_MAX], dir[2 * PATH_MAX];
-  if (!find_cgroup(proc_cgroup, v1, path) || !find_mount(mountinfo, v1, root, point)) return 0;
-  /* The mount shows the hierarchy from `root` down (a container without its own cgroup
-   * namespace sees its cgroup's path there); a cgroup outside it cannot be read. */
-  const char *rel = path;
-  if (strcmp(root, "/") != 0) {
-    size_t n = strlen(root);
-    if (strncmp(path, root, n) != 0 || (path[n] && path[n] != '/')) return 0;
-    rel = path + n;
-  }
+  char path[PATH_MAX], point[PATH_MAX], dir[2 * PATH_MAX];
+  if (!find_cgroup(proc_cgroup, v1, path)) return 0;
+  /* A process outside its cgroup namespace's root sees "/../x": not under any mount. */
+  const char *dots = strstr(path, "/..");
+  if (dots && (dots[3] == 0 || dots[3] == '/')) return 0;
+  const char *rel = find_mount(mountinfo, v1, path, point);
+  if (!rel) return 0;
   if ((size_t)snprintf(dir, sizeof dir, "%s%s", point, strcmp(rel, "/") == 0 ? "" : rel) >= sizeof dir) return 0;
   const size_t top = strlen(point);
   int best = 0;

@@ -11,7 +11,6 @@
 #include "algo/algo.h"
 #include "core/comm.h"
 #include "core/comm_internal.h"
-#include "core/cpus.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/params.h"
@@ -134,11 +133,12 @@ collie_result_t collie_check_algo_config(collie_comm_t *comm) {
   } else {
     collie_tune_table_default(&st->table);
   }
-  st->ncpus = collie_usable_cpus();
+  long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+  st->ncpus = ncpus > 0 ? (int)ncpus : 1;
   if (comm->rank == 0 && collie_log_enabled(COLLIE_LOG_INFO, COLLIE_SUB_TUNE)) {
     char desc[1536];
     collie_tune_table_describe(&st->table, desc, sizeof(desc));
-    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "tuning table for a communicator of %d ranks: %s; proto %s%s; %d usable cores",
+    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "tuning table for a communicator of %d ranks: %s; proto %s%s; %d cores online",
                 comm->nranks, desc, collie_proto_name(st->proto),
                 st->proto == COLLIE_PROTO_LL ? " (reserved: runs as simple today)" : "", st->ncpus);
   }

@@ -119,7 +119,9 @@ struct collie_algo_spec_s {
   collie_algo_rules_t rules; /* COLLIE_ALGO / config->algo */
   collie_proto_t proto;      /* COLLIE_PROTO / config->proto: for the transports to read */
   collie_tune_table_t table; /* defaults or COLLIE_TUNING_FILE */
-  int ncpus;                 /* collie_usable_cpus() at creation (core/cpus.h) */
+  int ncpus;                 /* sysconf(_SC_NPROCESSORS_ONLN) at creation: the same on every rank of
+                              * a host (not its affinity or cgroup quota, core/cpus.h, which may
+                              * differ between ranks that must choose alike) */
   _Atomic int host_ranks;    /* ranks on the busiest host; 0 until the first decision */
   _Atomic int described;     /* rank 0 logged the transport in use */
   /* Decisions already made, by (collective, size, what the model weighed): ranking every

@@ -1,8 +1,11 @@
 /* collie_cgroup_cpu_limit and collie_usable_cpus (core/cpus.h): the CPU quota read from
  * fake /proc/self/cgroup, /proc/self/mountinfo and cgroup files, for cgroup v2 (cpu.max)
- * and v1 (cpu.cfs_quota_us), with a tighter parent, no quota, a container's mount root,
- * and files that are missing; then this process's own answer, which must lie between 1
- * and its affinity mask's size. */
+ * and v1 (cpu.cfs_quota_us): the tightest level of the cgroup and its parents up to the
+ * mount point, rounding, no quota, a container's mount root (a whole path component),
+ * both versions at once, an escaped mount point, the one of two mounts that holds the
+ * cgroup, a path outside the namespace (/..), and files that are missing; then this
+ * process's own answer, which must lie between 1 and its affinity mask's size. Each case
+ * was checked to fail when the code it guards is broken. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -88,6 +91,49 @@ int main(void) {
   put("acct/cpu.cfs_quota_us", "100000\n");
   put("acct/cpu.cfs_period_us", "100000\n");
   EXPECTF(limit("4:cpu:/\n3:cpuacct:/\n", acct, "acct") == 0, "cpuacct is not the cpu controller");
+  /* the tightest level wins, wherever it is: a looser child under a tighter parent, and a
+   * quota only at the mount point; nothing above the mount point is read */
+  put("v2/cpu.max", "max 100000\n");
+  put("v2/job/cpu.max", "200000 100000\n");
+  put("v2/job/step/cpu.max", "600000 100000\n");
+  EXPECTF(limit("0::/job/step\n", v2, "v2") == 2, "v2 looser child, tighter parent");
+  put("deep/cpu.max", "300000 100000\n");
+  put("cpu.max", "100000 100000\n"); /* above the mount point */
+  EXPECTF(limit("0::/a/b/c\n", v2, "deep") == 3, "v2 quota at the mount point only");
+  /* a mount root is a whole path component: /docker/abc does not hold /docker/abcdef */
+  EXPECTF(limit("4:cpu,cpuacct:/docker/abcdef\n", v1, "v1") == 0, "v1 root prefix is not a component");
+  /* v1 and v2 both limit (a hybrid host): the smaller counts */
+  put("v1/cpu.cfs_quota_us", "300000\n");
+  put("both2/cpu.max", "500000 100000\n");
+  {
+    char fmt[3 * PATH_MAX];
+    char point1[2 * PATH_MAX];
+    snprintf(point1, sizeof point1, "%s/v1", top);
+    snprintf(fmt, sizeof fmt,
+             "30 24 0:26 / %%s rw - cgroup2 cgroup2 rw\n40 30 0:35 /docker/abc %s rw - cgroup cgroup rw,cpu,cpuacct\n",
+             point1);
+    EXPECTF(limit("4:cpu,cpuacct:/docker/abc\n0::/\n", fmt, "both2") == 3, "v1 3 CPUs and v2 5: 3");
+    put("v1/cpu.cfs_quota_us", "800000\n");
+    EXPECTF(limit("4:cpu,cpuacct:/docker/abc\n0::/\n", fmt, "both2") == 5, "v1 8 CPUs and v2 5: 5");
+  }
+  /* a mount point with a space, written \040 in mountinfo */
+  put("with space/cpu.max", "200000 100000\n");
+  {
+    char fmt[3 * PATH_MAX];
+    snprintf(fmt, sizeof fmt, "30 24 0:26 / %s/with\\040space rw - cgroup2 cgroup2 rw\n", top);
+    EXPECTF(limit("0::/\n", fmt, "unused") == 2, "escaped mount point");
+  }
+  /* two cgroup2 mounts: the first shows another subtree (a bind mount), the second holds ours */
+  put("second/job/cpu.max", "100000 100000\n");
+  {
+    char fmt[3 * PATH_MAX];
+    snprintf(fmt, sizeof fmt, "30 24 0:26 /elsewhere %s/first rw - cgroup2 cgroup2 rw\n31 24 0:26 / %%s rw - cgroup2 cgroup2 rw\n", top);
+    EXPECTF(limit("0::/job\n", fmt, "second") == 1, "the mount that holds the cgroup");
+  }
+  /* outside the cgroup namespace's root */
+  put("v2/x/cpu.max", "100000 100000\n");
+  EXPECTF(limit("0::/../x\n", v2, "v2/job") == 0, "a path with /.. is not read");
+
   /* files that are not there */
   EXPECTF(limit("0::/nowhere\n", v2, "missing") == 0, "missing cgroup files");
   EXPECT(collie_cgroup_cpu_limit("/nonexistent/cgroup", "/nonexistent/mountinfo") == 0);
