@@ -104,7 +104,7 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
 static void choose_wait_policy(collie_comm_t *comm) {
   int cores = collie_usable_cpus();
   bool user_spin = strcmp(collie_param_source(COLLIE_P_SPIN), "environment") == 0;
-  comm->oversubscribed = cores > 0 && comm->nlocal > cores;
+  comm->oversubscribed = comm->nlocal > cores;
   if (!user_spin && comm->oversubscribed) comm->spin = 0;
   COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "%d ranks on this host, %d cores: poll %d us, yield %d us, then sleep",
               comm->nlocal, cores, comm->spin, comm->yield);
@@ -208,6 +208,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   comm->spin = (int)collie_param_int(COLLIE_P_SPIN);
   comm->stream_bytes = (uint64_t)collie_param_int(COLLIE_P_STREAM_BYTES);
   comm->yield = (int)collie_param_int(COLLIE_P_YIELD);
+  collie_set_wait_peer(comm, -1);
   const char *algo = collie_param_str(COLLIE_P_ALGO), *proto = collie_param_str(COLLIE_P_PROTO);
   if (config) {
     if (config->connect_timeout_ms > 0) comm->connect_timeout_ms = config->connect_timeout_ms;

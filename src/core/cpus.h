@@ -1,5 +1,6 @@
 /* How many CPUs this process may use: what decides whether a host's ranks outnumber its
- * cores (the wait policy, core/wait.c) and how much the cost model charges for it. */
+ * cores for the wait policy (core/comm_init.c, core/wait.c). The cost model counts online
+ * CPUs instead, the same on every rank (tune/tune.h). */
 #ifndef COLLIE_CPUS_H
 #define COLLIE_CPUS_H
 

@@ -107,10 +107,11 @@ static void yield_once(collie_comm_t *comm) {
 
 /* *idle counts idle rounds; the phases are measured in time (COLLIE_SPIN and COLLIE_YIELD are
  * microseconds), because what matters is how long a peer usually takes to answer, not how
- * fast this CPU polls. The clock is read every 64 rounds only, and not at all in the
- * first 15 rounds, which count as time 0 (polls, or yields with more ranks than cores):
- * most waits end there, and a clock read cost a tenth of a small collective (and 1% of
- * a 4-rank one on 2 cores, where every operation waits). */
+ * fast this CPU polls. The clock starts at round 16 and is read every 64 rounds after,
+ * so rounds 1 to 63 count as time 0 (polls, or yields with more ranks than cores), and
+ * each phase lasts at least that long: most waits end there, and a clock read cost a
+ * tenth of a small collective (and 1% of a 4-rank one on 2 cores, where every operation
+ * waits). */
 enum { COLLIE_FIRST_TIMED = 16 };
 void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
   int n = ++*idle;
@@ -212,7 +213,8 @@ static void *progress_main(void *p) {
     pthread_mutex_unlock(&comm->lock);
     if (moved) idle = 0;
     else {
-      /* The thread sleeps through the same policy as a waiter, without the lock. */
+      /* The thread goes through the same phases as a waiter, without the lock, but counts
+       * them in rounds, not microseconds. */
       int n = ++idle;
       if (n < comm->spin) cpu_relax();
       else if (n < comm->spin + comm->yield) sched_yield();
