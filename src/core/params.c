@@ -78,9 +78,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                        "except with a progress thread)."},
     [COLLIE_P_YIELD] = {"COLLIE_YIELD", COLLIE_PT_INT, "2000",
                         "Microseconds a waiting rank yields (sched_yield) before it sleeps on a futex. The "
-                        "clock is read every 64 idle rounds, so unless COLLIE_SPIN and COLLIE_YIELD are both 0 a "
-                        "wait polls or yields at least 63 "
-                        "rounds before it sleeps."},
+                        "clock is read every 64 idle rounds, so unless COLLIE_SPIN and COLLIE_YIELD are "
+                        "both 0 a wait polls or yields at least 63 rounds before it sleeps."},
     [COLLIE_P_ALGO] = {"COLLIE_ALGO", COLLIE_PT_STRING, NULL,
                        "Force algorithms: 'ring' (every collective that has it), "
                        "'allreduce:tree;allgather:bruck', '^mesh' to exclude."},
