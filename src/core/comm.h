@@ -67,9 +67,10 @@ struct collie_comm {
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */
   uint64_t stream_bytes;       /* COLLIE_STREAM_BYTES (0: never stream) */
   int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
-  /* The rank a shared-memory collective waited for in the last progress pass (its local
-   * index too: those need every rank local); -1: none. A hint for the waiter (wait.c),
-   * written under lock by whichever thread ran the pass: hence atomic, relaxed. */
+  /* With more ranks than cores: the rank a shared-memory collective waited for in the last
+   * progress pass (its local index too: those need every rank local); -1: none. A hint for
+   * the waiter (wait.c), written under lock by whichever thread ran the pass: hence atomic,
+   * relaxed. Not kept up otherwise, since nothing reads it then. */
   _Atomic int wait_peer;
   int polls_left;              /* oversubscribed: polls left before the next yield (wait.c) */
 

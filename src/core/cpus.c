@@ -91,27 +91,29 @@ static bool find_cgroup(const char *proc_cgroup, bool v1, char *path) {
   return found;
 }
 
-static bool read_two(const char *dir, const char *name, const char *fmt, void *a, void *b) {
+/* The first line of dir/name into buf; false when it cannot be read. */
+static bool read_line(const char *dir, const char *name, char *buf, size_t len) {
   char file[2 * PATH_MAX + 64];
   if ((size_t)snprintf(file, sizeof file, "%s/%s", dir, name) >= sizeof file) return false;
   FILE *f = fopen(file, "r");
   if (!f) return false;
-  int n = b ? fscanf(f, fmt, a, b) : fscanf(f, fmt, a);
+  bool ok = fgets(buf, (int)len, f) != NULL;
   fclose(f);
-  return n == (b ? 2 : 1);
+  return ok;
 }
 
-/* The quota set in one cgroup directory, in CPUs (at least 1); 0: none. */
+/* The quota set in one cgroup directory, in CPUs (at least 1); 0: none. v2's cpu.max reads
+ * "QUOTA PERIOD" or "max PERIOD"; v1 keeps the two in files of their own (-1: none). */
 static int limit_in(const char *dir, bool v1) {
-  long long quota = -1, period = 0;
+  char a[64], b[64];
+  long long quota = 0, period = 0;
   if (v1) {
-    if (!read_two(dir, "cpu.cfs_quota_us", "%lld", &quota, NULL) ||
-        !read_two(dir, "cpu.cfs_period_us", "%lld", &period, NULL))
+    if (!read_line(dir, "cpu.cfs_quota_us", a, sizeof a) || !read_line(dir, "cpu.cfs_period_us", b, sizeof b))
       return 0;
+    quota = strtoll(a, NULL, 10);
+    period = strtoll(b, NULL, 10);
   } else {
-    char q[32];
-    if (!read_two(dir, "cpu.max", "%31s %lld", q, &period) || strcmp(q, "max") == 0) return 0;
-    quota = strtoll(q, NULL, 10);
+    if (!read_line(dir, "cpu.max", a, sizeof a) || sscanf(a, "%lld %lld", &quota, &period) != 2) return 0;
   }
   if (quota <= 0 || period <= 0) return 0;
   long long cpus = quota / period; /* rounded down: a fraction of a CPU is no room to poll */

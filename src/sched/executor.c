@@ -350,7 +350,7 @@ int collie_progress(collie_comm_t *comm) {
   }
   int moved = 0;
   bool messages = false;
-  collie_set_wait_peer(comm, -1);
+  if (comm->oversubscribed) collie_set_wait_peer(comm, -1); /* the wait's hint: shm_rounds.h */
   for (int p = 0; p < comm->nranks; p++) {
     collie_peer_t *peer = &comm->peers[p];
     if (!peer->sendq && !peer->recvq) continue;
@@ -372,7 +372,7 @@ int collie_progress(collie_comm_t *comm) {
   }
   /* The wait's hint names the peer a shared-memory collective waits for; with messages
    * in flight the caller may wait for one of those instead (core/wait.c). */
-  if (messages) collie_set_wait_peer(comm, -1);
+  if (messages && comm->oversubscribed) collie_set_wait_peer(comm, -1);
   if (comm->ops && comm->ops->steps_done) {
     retire_ops(comm);
     moved = 1;

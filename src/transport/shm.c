@@ -447,12 +447,6 @@ void collie_shm_sleep(collie_comm_t *comm, uint32_t seen, int timeout_ms) {
 
 void collie_shm_sleep_done(collie_comm_t *comm) { atomic_store(&comm->shm->mine->sleeping, 0); }
 
-bool collie_shm_peer_on_cpu(const collie_comm_t *comm, int li) {
-  const collie_shm_seg_hdr_t *h = comm->shm->segs[li];
-  return !atomic_load_explicit(&h->away, memory_order_relaxed) &&
-         !atomic_load_explicit(&h->sleeping, memory_order_relaxed);
-}
-
 void collie_shm_yield(collie_comm_t *comm) {
   _Atomic uint32_t *away = &comm->shm->mine->away;
   atomic_store_explicit(away, 1, memory_order_relaxed);

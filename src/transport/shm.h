@@ -210,8 +210,14 @@ void collie_shm_sleep(collie_comm_t *comm, uint32_t seen, int timeout_ms);
 void collie_shm_sleep_done(collie_comm_t *comm);
 void collie_shm_wake_self(collie_comm_t *comm);
 /* Whether local rank li may be running now: it has not said that it yields or sleeps (it may
- * still have lost its core to the scheduler, or be busy outside collie). */
-bool collie_shm_peer_on_cpu(const collie_comm_t *comm, int li);
+ * still have lost its core to the scheduler, or be busy outside collie). Inline: the
+ * oversubscribed wait asks it for every laggard and every poll. */
+static inline bool collie_shm_peer_on_cpu(const collie_comm_t *comm, int li) {
+  const collie_shm_seg_hdr_t *h = comm->shm->segs[li];
+  return !atomic_load_explicit(&h->away, memory_order_relaxed) &&
+         !atomic_load_explicit(&h->sleeping, memory_order_relaxed);
+}
+
 /* This rank gives up its core (sched_yield), saying so to waiters. */
 void collie_shm_yield(collie_comm_t *comm);
 

@@ -40,19 +40,24 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
   return shm_counter(comm, r, c);
 }
 
-/* Whether every other rank's counter c has reached want; remembers the first laggard for
- * timeout sentences, and which one to wait for (comm->wait_peer, core/wait.c): with more
- * ranks than cores, the first laggard that said it yields or sleeps, if any, since waiting
- * for that one a rank should yield at once. */
+/* Remembers that op waits for rank r's counter c: for timeout sentences, and with more
+ * ranks than cores (only then does the wait read it, core/wait.c) as the wait's hint. */
+static inline void shm_lags(collie_comm_t *comm, collie_op_t *op, int r, int c) {
+  op->nat_wait = r;
+  op->nat_wait_flag = c;
+  if (comm->oversubscribed) collie_set_wait_peer(comm, r);
+}
+
+/* Whether every other rank's counter c has reached want; remembers the first laggard,
+ * and with more ranks than cores hints at the first one that said it yields or sleeps, if
+ * any: waiting for that one a rank should yield at once. */
 static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, uint64_t want) {
   bool all = true;
   for (int r = 0; r < comm->nranks; r++) {
     if (r == comm->rank || shm_progress(comm, op, r, c, want) >= want) continue;
     if (all) {
       all = false;
-      op->nat_wait = r;
-      collie_set_wait_peer(comm, r);
-      op->nat_wait_flag = c;
+      shm_lags(comm, op, r, c);
       if (!comm->oversubscribed) return false;
     }
     if (!collie_shm_peer_on_cpu(comm, r)) {
@@ -65,9 +70,7 @@ static inline bool shm_all_reached(collie_comm_t *comm, collie_op_t *op, int c, 
 
 static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, int c, uint64_t want) {
   if (r == comm->rank || shm_progress(comm, op, r, c, want) >= want) return true;
-  op->nat_wait = r;
-  collie_set_wait_peer(comm, r);
-  op->nat_wait_flag = c;
+  shm_lags(comm, op, r, c);
   return false;
 }
 
