@@ -58,7 +58,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   int *users = NULL;
   bool cached = false, native = false;
   static collie_sched_t no_steps; /* what a shared-memory collective's op carries */
-  pthread_mutex_lock(&comm->lock);
+  collie_lock(&comm->lock);
   if (memo_hit(comm, args, call->bytes)) {
     /* The same call as the last shared-memory one: the same choice, without the cost
      * model (2 ranks, 8 B all-reduce: it was a tenth of the call). */
@@ -66,9 +66,9 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     native = cached = true;
     s = &no_steps;
   } else {
-    pthread_mutex_unlock(&comm->lock);
+    collie_unlock(&comm->lock);
     n = collie_tune_candidates(comm, args->coll, call->bytes, cands, 16, &forced);
-    pthread_mutex_lock(&comm->lock);
+    collie_lock(&comm->lock);
   }
   bool fell_back = false; /* a better candidate failed for want of memory: not a choice to remember */
   for (int i = 0; i < n && !chosen; i++) {
@@ -112,7 +112,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
                   "falling back to automatic", collie_coll_name(args->coll), cands[i]->name, call->bytes, comm->nranks);
   }
   if (!chosen) {
-    pthread_mutex_unlock(&comm->lock);
+    collie_unlock(&comm->lock);
     return collie_error(comm, COLLIE_ERR_INTERNAL, "%s on rank %d: no algorithm could build a schedule for %zu bytes "
                         "on %d ranks", fn, comm->rank, call->bytes, comm->nranks);
   }
@@ -126,7 +126,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
       collie_sched_free(s);
       free(s);
     }
-    pthread_mutex_unlock(&comm->lock);
+    collie_unlock(&comm->lock);
     return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
   }
   op->sched_users = users;
@@ -138,7 +138,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     op->avg_count = call->avg_count;
   }
   collie_result_t res = collie_post_locked(comm, op, req);
-  pthread_mutex_unlock(&comm->lock);
+  collie_unlock(&comm->lock);
   if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
   return res;
 }
@@ -147,9 +147,9 @@ collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *
   /* Nothing to move: complete at once, but count the collective so that sequence numbers stay in step. */
   collie_request_t *r = calloc(1, sizeof(*r));
   if (!r) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", call->fn, comm->rank);
-  pthread_mutex_lock(&comm->lock);
+  collie_lock(&comm->lock);
   comm->coll_seq++;
-  pthread_mutex_unlock(&comm->lock);
+  collie_unlock(&comm->lock);
   r->comm = comm;
   collie_comm_retain(comm);
   atomic_store(&r->done, 1);

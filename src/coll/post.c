@@ -41,15 +41,16 @@ collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_
     collie_op_discard(op);
     return res;
   }
-  if (comm->has_progress_thread) pthread_cond_signal(&comm->progress_cv);
-  else if (op->native && comm->ops == op) collie_progress(comm);
+  if (comm->has_progress_thread) {
+    if (comm->progress_asleep) collie_progress_kick(comm); /* see progress_main */
+  } else if (op->native && comm->ops == op) collie_progress(comm);
   return res;
 }
 
 collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req) {
-  pthread_mutex_lock(&comm->lock);
+  collie_lock(&comm->lock);
   collie_result_t res = collie_post_locked(comm, op, req);
-  pthread_mutex_unlock(&comm->lock);
+  collie_unlock(&comm->lock);
   return res;
 }
 

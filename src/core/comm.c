@@ -36,11 +36,7 @@ const char *collie_peer_desc(const collie_comm_t *comm, int rank, char *buf, siz
 
 void collie_comm_wake(collie_comm_t *comm) {
   collie_shm_wake_self(comm);
-  if (comm->has_progress_thread) {
-    pthread_mutex_lock(&comm->lock);
-    pthread_cond_broadcast(&comm->progress_cv);
-    pthread_mutex_unlock(&comm->lock);
-  }
+  if (comm->has_progress_thread) collie_progress_kick(comm);
 }
 
 void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote, const char *fmt, ...) {

@@ -11,6 +11,7 @@
 
 #include "bootstrap/card.h"
 #include "collie.h"
+#include "core/lock.h"
 #include "transport/transport.h"
 
 struct collie_op;
@@ -45,7 +46,7 @@ struct collie_comm {
   struct collie_sched_cache *sched_cache; /* schedules by shape (coll/sched_cache.c) */
   size_t chunk_bytes;
 
-  pthread_mutex_t lock;        /* posting and progress */
+  collie_lock_t lock;          /* posting and progress (core/lock.h) */
   struct collie_op *ops, *ops_tail; /* posted, in issue order */
   uint64_t coll_seq;           /* collectives issued so far */
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
@@ -90,7 +91,11 @@ struct collie_comm {
   pthread_t progress_thread;   /* COLLIE_PROGRESS_THREAD */
   bool has_progress_thread;
   _Atomic int stop_progress;
-  pthread_cond_t progress_cv;
+  /* The progress thread sleeps on this futex word while nothing is posted; a post, a
+   * failure or the stop bumps it (collie_progress_kick). `progress_asleep`, under lock:
+   * the thread found nothing to do and may be asleep, so a post must wake it. */
+  _Atomic uint32_t progress_kick;
+  bool progress_asleep;
 };
 
 static inline void collie_set_wait_peer(collie_comm_t *comm, int rank) {
@@ -107,8 +112,11 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
 /* Describes a peer for error sentences: "rank 2 (pid 4711 on host x)". */
 const char *collie_peer_desc(const collie_comm_t *comm, int rank, char *buf, size_t len);
 
-/* Wakes every thread of this rank sleeping in a wait (after a failure, abort, ...). */
+/* Wakes every thread of this rank sleeping in a wait (after a failure, abort, ...). Takes
+ * no lock: it is called with comm->lock held too. */
 void collie_comm_wake(collie_comm_t *comm);
+/* Wakes the progress thread if it sleeps for want of work (wait.c); no lock needed. */
+void collie_progress_kick(collie_comm_t *comm);
 
 /* Reference counting: the comm's memory lives until the user's handle and every request
  * are gone. */

@@ -14,10 +14,8 @@
 
 static void stop_progress_thread(collie_comm_t *comm) {
   if (!comm->has_progress_thread) return;
-  pthread_mutex_lock(&comm->lock);
   atomic_store(&comm->stop_progress, 1);
-  pthread_cond_broadcast(&comm->progress_cv);
-  pthread_mutex_unlock(&comm->lock);
+  collie_progress_kick(comm);
   pthread_join(comm->progress_thread, NULL);
   comm->has_progress_thread = false;
 }
@@ -25,7 +23,7 @@ static void stop_progress_thread(collie_comm_t *comm) {
 void collie_comm_teardown(collie_comm_t *comm) {
   stop_progress_thread(comm);
   collie_ctl_close(comm);
-  pthread_mutex_lock(&comm->lock);
+  collie_lock(&comm->lock);
   if (comm->ops) {
     if (!atomic_load(&comm->failed))
       collie_comm_fail(comm, COLLIE_ERR_ABORTED, true, "rank %d: the communicator was destroyed or aborted",
@@ -34,7 +32,7 @@ void collie_comm_teardown(collie_comm_t *comm) {
   }
   for (int r = 0; comm->peers && r < comm->nranks; r++)
     if (comm->peers[r].tp && comm->peers[r].tp->close) comm->peers[r].tp->close(comm, &comm->peers[r]);
-  pthread_mutex_unlock(&comm->lock);
+  collie_unlock(&comm->lock);
   collie_tcp_destroy(comm);
   /* The shared segments stay mapped until the last reference goes (collie_comm_free): a
    * thread still inside a wait on this communicator may be about to sleep on its doorbell. */
@@ -50,9 +48,7 @@ void collie_comm_free(collie_comm_t *comm) {
   free(comm->algo_spec);
   collie_sched_cache_free(comm);
   collie_comm_free_scratch(comm);
-  pthread_mutex_destroy(&comm->lock);
   pthread_mutex_destroy(&comm->err_lock);
-  pthread_cond_destroy(&comm->progress_cv);
   free(comm);
 }
 

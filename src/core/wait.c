@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/params.h"
 #include "sched/executor.h"
+#include "transport/futex.h"
 #include "transport/shm.h"
 #include "transport/tcp.h"
 
@@ -55,18 +56,18 @@ static void check_timeout(collie_comm_t *comm, bool timed) {
 
 /* One locked pass; returns >0 if anything moved. */
 static int progress_once(collie_comm_t *comm, bool timed) {
-  pthread_mutex_lock(&comm->lock);
+  collie_lock(&comm->lock);
   int moved = collie_progress(comm);
   if (!moved) check_timeout(comm, timed);
-  pthread_mutex_unlock(&comm->lock);
+  collie_unlock(&comm->lock);
   return moved;
 }
 
 static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
   struct pollfd fds[64];
-  pthread_mutex_lock(&comm->lock);
+  collie_lock(&comm->lock);
   int nfds = comm->tcp ? collie_tcp_pollfds(comm, fds, 64) : 0;
-  pthread_mutex_unlock(&comm->lock);
+  collie_unlock(&comm->lock);
   bool shm = comm->shm && comm->shm->mine;
   if (shm) {
     uint32_t seen = collie_shm_sleep_prepare(comm);
@@ -176,11 +177,11 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
   int idle = 0;
   _Atomic int never = 0;
   for (;;) {
-    pthread_mutex_lock(&comm->lock);
+    collie_lock(&comm->lock);
     int moved = comm->has_progress_thread ? 0 : collie_progress(comm);
     if (!moved && !comm->has_progress_thread) check_timeout(comm, false);
     bool empty = comm->ops == NULL;
-    pthread_mutex_unlock(&comm->lock);
+    collie_unlock(&comm->lock);
     if (empty) break;
     if (moved) idle = 0;
     else collie_idle(comm, &idle, &never);
@@ -201,16 +202,23 @@ collie_result_t collie_comm_synchronize(collie_comm_t *comm) {
 static void *progress_main(void *p) {
   collie_comm_t *comm = p;
   int idle = 0;
-  pthread_mutex_lock(&comm->lock);
-  while (!atomic_load(&comm->stop_progress)) {
+  collie_lock(&comm->lock);
+  for (;;) {
+    /* Read before the checks: a kick after them changes it, and the futex returns at once. */
+    uint32_t kick = atomic_load(&comm->progress_kick);
+    if (atomic_load(&comm->stop_progress)) break;
     if (!comm->ops) {
-      pthread_cond_wait(&comm->progress_cv, &comm->lock);
+      comm->progress_asleep = true;
+      collie_unlock(&comm->lock);
+      collie_futex_wait(&comm->progress_kick, kick, 1000);
+      collie_lock(&comm->lock);
+      comm->progress_asleep = false;
       idle = 0;
       continue;
     }
     int moved = collie_progress(comm);
     if (!moved) check_timeout(comm, idle >= comm->spin + comm->yield); /* timed once it sleeps */
-    pthread_mutex_unlock(&comm->lock);
+    collie_unlock(&comm->lock);
     if (moved) idle = 0;
     else {
       /* The thread goes through the same phases as a waiter, without the lock, but counts
@@ -220,14 +228,14 @@ static void *progress_main(void *p) {
       else if (n < comm->spin + comm->yield) sched_yield();
       else {
         struct pollfd fds[64];
-        pthread_mutex_lock(&comm->lock);
+        collie_lock(&comm->lock);
         int nfds = comm->tcp ? collie_tcp_pollfds(comm, fds, 64) : 0;
-        pthread_mutex_unlock(&comm->lock);
+        collie_unlock(&comm->lock);
         if (comm->shm && comm->shm->mine && !nfds) {
           uint32_t seen = collie_shm_sleep_prepare(comm);
-          pthread_mutex_lock(&comm->lock);
+          collie_lock(&comm->lock);
           int m = collie_progress(comm);
-          pthread_mutex_unlock(&comm->lock);
+          collie_unlock(&comm->lock);
           if (!m) collie_shm_sleep(comm, seen, 20);
           collie_shm_sleep_done(comm);
         } else {
@@ -235,10 +243,15 @@ static void *progress_main(void *p) {
         }
       }
     }
-    pthread_mutex_lock(&comm->lock);
+    collie_lock(&comm->lock);
   }
-  pthread_mutex_unlock(&comm->lock);
+  collie_unlock(&comm->lock);
   return NULL;
+}
+
+void collie_progress_kick(collie_comm_t *comm) {
+  atomic_fetch_add(&comm->progress_kick, 1);
+  collie_futex_wake(&comm->progress_kick);
 }
 
 collie_result_t collie_start_progress_thread(collie_comm_t *comm) {

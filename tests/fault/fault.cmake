@@ -21,6 +21,14 @@ set_tests_properties(fault_exec_timeout fault_connect_timeout fault_slow_destroy
 add_test(NAME fault_shm_timeout COMMAND ${FAULT_BIN} shm-timeout)
 set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm")
+# The same timeouts found by the progress thread, which holds the lock when it fails the
+# communicator (both hung before the failure's wake-up stopped taking that lock).
+add_test(NAME fault_exec_timeout_progress_thread COMMAND bash ${FAULT_SH} ${FAULT_BIN} exec-timeout)
+add_test(NAME fault_shm_timeout_progress_thread COMMAND ${FAULT_BIN} shm-timeout)
+set_tests_properties(fault_exec_timeout_progress_thread PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_PROGRESS_THREAD=1")
+set_tests_properties(fault_shm_timeout_progress_thread PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm;COLLIE_PROGRESS_THREAD=1")
 add_test(NAME fault_kill_rank1_allreduce_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 4 1 shm allreduce)
 set_tests_properties(fault_kill_rank1_allreduce_shm PROPERTIES TIMEOUT 90 LABELS fault)
 # The 2-rank broadcast of 1 MiB: the root writes half of the receiver's buffer
