@@ -137,8 +137,10 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     op->avg_buf = call->avg_buf;
     op->avg_count = call->avg_count;
   }
-  collie_result_t res = collie_post_locked(comm, op, req);
+  bool kick;
+  collie_result_t res = collie_post_locked(comm, op, req, &kick);
   collie_unlock(&comm->lock);
+  if (kick) collie_progress_kick(comm);
   if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
   return res;
 }

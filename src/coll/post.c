@@ -34,23 +34,25 @@ collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t c
   return COLLIE_SUCCESS;
 }
 
-collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_request_t **req) {
+collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_request_t **req, bool *kick) {
+  *kick = false;
   collie_result_t res = collie_op_post(comm, op, req);
   if (res) {
     op->temp = NULL; /* not taken: the caller still owns it and gives it back */
     collie_op_discard(op);
     return res;
   }
-  if (comm->has_progress_thread) {
-    if (comm->progress_asleep) collie_progress_kick(comm); /* see progress_main */
-  } else if (op->native && comm->ops == op) collie_progress(comm);
+  if (comm->has_progress_thread) *kick = comm->progress_asleep; /* see progress_main */
+  else if (op->native && comm->ops == op) collie_progress(comm);
   return res;
 }
 
 collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req) {
+  bool kick;
   collie_lock(&comm->lock);
-  collie_result_t res = collie_post_locked(comm, op, req);
+  collie_result_t res = collie_post_locked(comm, op, req, &kick);
   collie_unlock(&comm->lock);
+  if (kick) collie_progress_kick(comm);
   return res;
 }
 

@@ -9,8 +9,10 @@
  * heads the queue starts at once (its first round published while the lock is held
  * anyway), unless a progress thread runs it. */
 collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
-/* The same, with comm->lock already held. */
-collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
+/* The same, with comm->lock already held. *kick: the progress thread sleeps for want of
+ * work, and the caller wakes it (collie_progress_kick) once it has let go of the lock,
+ * which the woken thread wants first. */
+collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_request_t **req, bool *kick);
 /* Blocking calls offer their stack frame (collie_frame_t) before calling their i-variant,
  * and withdraw it (NULL) after; outside a group only, where the request cannot outlive the
  * call. The posting path takes it (NULL when none is offered): at most one operation per

@@ -89,7 +89,7 @@ struct collie_comm {
   char last_error[1024];
 
   pthread_t progress_thread;   /* COLLIE_PROGRESS_THREAD */
-  bool has_progress_thread;
+  _Atomic bool has_progress_thread; /* read by the watchdog too (collie_comm_wake) */
   _Atomic int stop_progress;
   /* The progress thread sleeps on this futex word while nothing is posted; a post, a
    * failure or the stop bumps it (collie_progress_kick). `progress_asleep`, under lock:

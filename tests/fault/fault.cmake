@@ -10,22 +10,26 @@ foreach(tr shm tcp)
   set_tests_properties(fault_kill_rank2_of4_${tr} fault_kill_root_of4_${tr} PROPERTIES TIMEOUT 90 LABELS fault)
 endforeach()
 add_test(NAME fault_exec_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} exec-timeout)
+add_test(NAME fault_test_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} test-timeout)
 add_test(NAME fault_connect_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} connect-timeout)
 add_test(NAME fault_junk_on_bootstrap COMMAND bash ${FAULT_SH} ${FAULT_BIN} junk)
 add_test(NAME fault_slow_destroy COMMAND bash ${FAULT_SH} ${FAULT_BIN} slow-destroy)
 add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
 add_test(NAME fault_abort COMMAND ${FAULT_BIN} abort)
-set_tests_properties(fault_exec_timeout fault_connect_timeout fault_slow_destroy fault_junk_on_bootstrap fault_bad_args fault_abort
+set_tests_properties(fault_exec_timeout fault_test_timeout fault_connect_timeout fault_slow_destroy fault_junk_on_bootstrap fault_bad_args fault_abort
                      PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # A late rank in a shared-memory collective (algorithm shm, 3 ranks as threads).
 add_test(NAME fault_shm_timeout COMMAND ${FAULT_BIN} shm-timeout)
 set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm")
-# The same timeouts found by the progress thread, which holds the lock when it fails the
-# communicator (both hung before the failure's wake-up stopped taking that lock).
+# Timeouts with a progress thread. Whichever thread finds one holds the lock when it fails
+# the communicator: these hung while the failure's wake-up took that lock. In the first two
+# the waiting thread or the progress thread may find it; with test-timeout only the
+# progress thread can (collie_test leaves progress to it).
 add_test(NAME fault_exec_timeout_progress_thread COMMAND bash ${FAULT_SH} ${FAULT_BIN} exec-timeout)
+add_test(NAME fault_test_timeout_progress_thread COMMAND bash ${FAULT_SH} ${FAULT_BIN} test-timeout)
 add_test(NAME fault_shm_timeout_progress_thread COMMAND ${FAULT_BIN} shm-timeout)
-set_tests_properties(fault_exec_timeout_progress_thread PROPERTIES TIMEOUT 60 LABELS fault
+set_tests_properties(fault_exec_timeout_progress_thread fault_test_timeout_progress_thread PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_PROGRESS_THREAD=1")
 set_tests_properties(fault_shm_timeout_progress_thread PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm;COLLIE_PROGRESS_THREAD=1")

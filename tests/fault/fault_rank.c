@@ -5,6 +5,8 @@
  *                                       until an error; pass if the error is COLLIE_ERR_REMOTE
  *                                       and its sentence names "rank VICTIM"
  *   fault_rank exec-timeout             rank 0 waits for a message rank 1 never sends
+ *   fault_rank test-timeout             the same, rank 0 polling collie_test (which leaves
+ *                                       progress to a progress thread when there is one)
  *   fault_rank connect-timeout          join a root that does not exist
  *   fault_rank join                     create the communicator, barrier, destroy
  *   fault_rank bad-args                 two threads: every bad argument is refused, comm still works
@@ -14,6 +16,7 @@
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +88,23 @@ static int loop(int victim, int mode) {
   return ok ? 0 : 1;
 }
 
-static int exec_timeout(void) {
+/* The receive's request, polled with collie_test when by_test. */
+static collie_result_t recv_from_1(int *x, collie_comm_t *comm, bool by_test) {
+  if (!by_test) return collie_recv(x, 1, COLLIE_INT32, 1, comm);
+  collie_request_t *req;
+  collie_result_t r = collie_irecv(x, 1, COLLIE_INT32, 1, comm, &req);
+  if (r) return r;
+  int done = 0;
+  double t0 = now_s();
+  while (!done) {
+    r = collie_test(req, &done);
+    if (!done && now_s() - t0 > 20) return COLLIE_SUCCESS; /* hung: judged by the caller */
+    if (!done) usleep(1000);
+  }
+  return r;
+}
+
+static int exec_timeout(bool by_test) {
   collie_comm_t *comm;
   collie_result_t r = collie_comm_init_env(&comm);
   if (r) return fail("init", r, NULL);
@@ -94,7 +113,7 @@ static int exec_timeout(void) {
   int x = 0, ok;
   double t0 = now_s();
   if (rank == 0) {
-    r = collie_recv(&x, 1, COLLIE_INT32, 1, comm);
+    r = recv_from_1(&x, comm, by_test);
     double dt = now_s() - t0;
     const char *msg = collie_get_last_error(comm);
     printf("rank 0: %s after %.1f s: %s\n", collie_get_error_string(r), dt, msg);
@@ -264,7 +283,8 @@ int main(int argc, char **argv) {
                                : !strcmp(argv[3], "allreduce") ? ALLREDUCE
                                : !strcmp(argv[3], "broadcast") ? BROADCAST
                                                                : EXCHANGE);
-  if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout();
+  if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout(false);
+  if (argc == 2 && !strcmp(argv[1], "test-timeout")) return exec_timeout(true);
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();

@@ -3,7 +3,7 @@
 # judged from outside: a killed peer, timeouts, a stranger on the bootstrap port.
 #
 #   fault_test.sh BIN kill NRANKS VICTIM shm|tcp ring|allreduce|broadcast
-#   fault_test.sh BIN exec-timeout | connect-timeout | junk | slow-destroy
+#   fault_test.sh BIN exec-timeout | test-timeout | connect-timeout | junk | slow-destroy
 set -u
 bin=$1
 scenario=$2
@@ -82,9 +82,9 @@ kill)
   cat "$dir"/*.out | grep error
   echo "PASS: every survivor reported rank $victim within ${took} s ($n ranks, $transport, $mode)"
   ;;
-exec-timeout)
+exec-timeout | test-timeout)
   export COLLIE_EXEC_TIMEOUT=2
-  run_pair exec-timeout "exec timeout reported on both ranks"
+  run_pair "$scenario" "exec timeout reported on both ranks"
   ;;
 slow-destroy)
   export COLLIE_EXEC_TIMEOUT=2
