@@ -1,11 +1,10 @@
 /* The contended path of collie_lock (lock.h): poll, yield, then sleep.
  *
- * The unlock reads the sleeper count and then stores 0, with no fence, so a sleeper can in
- * principle miss its wake-up: it counts itself in after that read and still sees the lock
- * held. For the futex to sleep on the old value, the unlock's store must then stay unseen
- * through the sleeper's whole system call; and a sleep lasts at most SLEEP_MS in any case,
- * after which the sleeper tries again. A fence in every unlock would cost what this lock
- * saves. */
+ * The unlock reads the sleeper count and then stores 0 (it may not touch the lock after the
+ * store: lock.h). A thread that counts itself in between those two instructions, sees the
+ * lock still held and goes to sleep is not woken: the unlocker was interrupted or
+ * preempted between them. No fence closes that window in this order, so a sleep lasts at
+ * most SLEEP_MS, after which the sleeper tries again. */
 #include "core/lock.h"
 
 #include <linux/futex.h>

@@ -23,9 +23,9 @@ add_test(NAME fault_shm_timeout COMMAND ${FAULT_BIN} shm-timeout)
 set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm")
 # Timeouts with a progress thread. Whichever thread finds one holds the lock when it fails
-# the communicator: these hung while the failure's wake-up took that lock. In the first two
-# the waiting thread or the progress thread may find it; with test-timeout only the
-# progress thread can (collie_test leaves progress to it).
+# the communicator: these hung while the failure's wake-up took that lock. In exec-timeout and
+# shm-timeout the waiting thread or the progress thread may find it; in test-timeout only
+# the progress thread can (collie_test leaves progress to it).
 add_test(NAME fault_exec_timeout_progress_thread COMMAND bash ${FAULT_SH} ${FAULT_BIN} exec-timeout)
 add_test(NAME fault_test_timeout_progress_thread COMMAND bash ${FAULT_SH} ${FAULT_BIN} test-timeout)
 add_test(NAME fault_shm_timeout_progress_thread COMMAND ${FAULT_BIN} shm-timeout)
