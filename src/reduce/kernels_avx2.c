@@ -1,7 +1,8 @@
 /* AVX2 (+F16C for float16) reduction kernels, written with intrinsics so that every result
  * is bit-identical to kernels_portable.c (rules in reduce_impl.h). Loads and stores are
- * unaligned; the tail (fewer than one vector) goes through a zeroed stack buffer, so every
- * element is computed by the same vector code. Only a*b or a+b are ever formed: no FMA. */
+ * unaligned; the tail (fewer than one vector) goes through masked loads (4- and 8-byte
+ * elements) or a zeroed stack buffer, so every element is computed by the same vector code.
+ * Only a*b or a+b are ever formed: no FMA. */
 #include "reduce/reduce_impl.h"
 
 #ifdef COLLIE_REDUCE_HAVE_AVX2
@@ -65,7 +66,16 @@ AVX2_FN __m256i v_u64_min(__m256i x, __m256i y) {
   return _mm256_blendv_epi8(x, y, v_u64_gt(x, y));
 }
 
-/* dst = OP(a, b) over n elements of ESIZE bytes, 32 bytes per step, tail via a buffer. */
+/* A mask of the first k 32-bit lanes (0 <= k < 8). */
+AVX2_FN __m256i tail_mask32(int k) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* dst = OP(a, b) over n elements of ESIZE bytes, 32 bytes per step. The tail (under 32
+ * bytes) goes through masked loads and stores for 4- and 8-byte elements, and a buffer for
+ * smaller ones, whose tails need not end on a 32-bit lane. The buffer's three memcpy calls
+ * and two loads that cannot be forwarded from the smaller stores before them cost 6% of a
+ * 2-rank 8 B float all-reduce (medians of 24 alternating runs: 0.154 -> 0.145 us). */
 #define KERNEL_SI256(NAME, ESIZE, OP)                                                        \
   AVX2_KERNEL void NAME(void *dst, const void *a, const void *b, size_t n) {                 \
     unsigned char *d = dst;                                                                  \
@@ -84,7 +94,13 @@ AVX2_FN __m256i v_u64_min(__m256i x, __m256i y) {
       __m256i y = _mm256_loadu_si256((const __m256i *)(pb + i));                             \
       _mm256_storeu_si256((__m256i *)(d + i), OP(x, y));                                     \
     }                                                                                        \
-    if (i < bytes) {                                                                         \
+    if (i < bytes && (ESIZE) >= 4) {                                                         \
+      /* masked: the lanes past the end read as 0 and are not written */                     \
+      __m256i m = tail_mask32((int)((bytes - i) / 4));                                       \
+      __m256i x = _mm256_maskload_epi32((const int *)(pa + i), m);                           \
+      __m256i y = _mm256_maskload_epi32((const int *)(pb + i), m);                           \
+      _mm256_maskstore_epi32((int *)(d + i), m, OP(x, y));                                   \
+    } else if (i < bytes) {                                                                  \
       unsigned char ta[32] = {0}, tb[32] = {0}, td[32];                                      \
       memcpy(ta, pa + i, bytes - i);                                                         \
       memcpy(tb, pb + i, bytes - i);                                                         \
