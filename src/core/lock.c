@@ -7,11 +7,9 @@
  * most SLEEP_MS, after which the sleeper tries again. */
 #include "core/lock.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "core/futex.h"
 
 enum {
   POLLS = 64, /* a holder that runs usually lets go within a progress pass */
@@ -19,23 +17,15 @@ enum {
   SLEEP_MS = 1,
 };
 
-static inline void pause_once(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 void collie_lock_wait(collie_lock_t *l) {
   for (int tries = 0;; tries++) {
     if (tries < POLLS) {
-      pause_once();
+      collie_cpu_relax();
     } else if (tries < POLLS + YIELDS) {
       sched_yield();
     } else {
       atomic_fetch_add(&l->sleepers, 1);
-      struct timespec ts = {0, SLEEP_MS * 1000000L};
-      while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-        syscall(SYS_futex, (int *)&l->held, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+      while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) collie_futex_wait(&l->held, 1, SLEEP_MS);
       atomic_fetch_sub(&l->sleepers, 1);
       return;
     }
@@ -46,4 +36,4 @@ void collie_lock_wait(collie_lock_t *l) {
   }
 }
 
-void collie_lock_wake(collie_lock_t *l) { syscall(SYS_futex, (int *)&l->held, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+void collie_lock_wake(collie_lock_t *l) { collie_futex_wake_n(&l->held, 1); }

@@ -17,11 +17,19 @@
 #define COLLIE_LOCK_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 
 typedef struct {
-  _Atomic int held;
-  _Atomic int sleepers; /* threads that may be asleep on `held` */
+  _Atomic uint32_t held;     /* a futex word when contended */
+  _Atomic uint32_t sleepers; /* threads that may be asleep on `held` */
 } collie_lock_t;
+
+/* One poll of a busy wait: tells the CPU (and a hyperthread sibling) that this is a spin. */
+static inline void collie_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 void collie_lock_wait(collie_lock_t *l); /* the contended path */
 void collie_lock_wake(collie_lock_t *l);
@@ -32,10 +40,10 @@ static inline void collie_lock(collie_lock_t *l) {
 
 /* The sleeper count is read before the lock is given back: collie_comm_release drops its
  * reference under the lock, so once the lock is free another thread may take it, drop the
- * last reference and free the communicator. The wake-up is a system call on the address
- * only, which is harmless on freed memory. */
+ * last reference and free the communicator. The wake-up is a system call on the address,
+ * which is harmless on freed memory (the kernel at most fails to find the page). */
 static inline void collie_unlock(collie_lock_t *l) {
-  int sleepers = atomic_load_explicit(&l->sleepers, memory_order_relaxed);
+  uint32_t sleepers = atomic_load_explicit(&l->sleepers, memory_order_relaxed);
   atomic_store_explicit(&l->held, 0, memory_order_release);
   if (sleepers) collie_lock_wake(l);
 }

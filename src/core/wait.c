@@ -12,18 +12,12 @@
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
+#include "core/futex.h"
 #include "core/log.h"
 #include "core/params.h"
 #include "sched/executor.h"
-#include "transport/futex.h"
 #include "transport/shm.h"
 #include "transport/tcp.h"
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 /* Under comm->lock: fail the communicator when nothing moved for exec_timeout. Progress
  * only counts (comm->progress_count); the clock is read every 64th idle check, or at
@@ -96,7 +90,7 @@ static void yield_once(collie_comm_t *comm) {
     const int peer = atomic_load_explicit(&comm->wait_peer, memory_order_relaxed);
     if (peer >= 0 && comm->polls_left > 0 && collie_shm_peer_on_cpu(comm, peer)) {
       comm->polls_left--;
-      cpu_relax();
+      collie_cpu_relax();
       return;
     }
     comm->polls_left = COLLIE_OS_POLLS;
@@ -125,7 +119,7 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
     comm->idle_ns = collie_now_ns() - comm->idle_since_ns;
   }
   if (n >= COLLIE_FIRST_TIMED) us = comm->idle_ns / 1000;
-  if (us < comm->spin) cpu_relax();
+  if (us < comm->spin) collie_cpu_relax();
   else if (us < (int64_t)comm->spin + comm->yield) yield_once(comm);
   else sleep_once(comm, done);
 }
@@ -224,7 +218,7 @@ static void *progress_main(void *p) {
       /* The thread goes through the same phases as a waiter, without the lock, but counts
        * them in rounds, not microseconds. */
       int n = ++idle;
-      if (n < comm->spin) cpu_relax();
+      if (n < comm->spin) collie_cpu_relax();
       else if (n < comm->spin + comm->yield) sched_yield();
       else {
         struct pollfd fds[64];

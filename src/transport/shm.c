@@ -16,7 +16,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/params.h"
-#include "transport/futex.h"
+#include "core/futex.h"
 
 #define SEG_MAGIC 0x636f6c6c69657368ull /* "colliesh" */
 
