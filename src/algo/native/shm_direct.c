@@ -113,8 +113,12 @@ bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   for (int w = SEND; w <= RECV; w++) {
     const size_t len = needed(comm, op, comm->rank, w), pub = len ? len : offered(comm, op, w);
     void *p = op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV];
+    /* An in-place all-to-all receives into the blocks the others would read: it offers
+     * nothing, so that every rank stages (in place, piece by piece: shm_native.c). */
+    if (op->coll == COLLIE_COLL_ALLTOALL && op->nat_in_place) p = NULL;
     /* by_cma holds only for collectives whose needed buffers are send buffers */
-    if (!collie_shm_locate(comm, p, pub, &loc[w]) && pub && by_cma(comm, op)) collie_shm_cma_locate(p, pub, &loc[w]);
+    if (!collie_shm_locate(comm, p, pub, &loc[w]) && p && pub && by_cma(comm, op))
+      collie_shm_cma_locate(p, pub, &loc[w]);
     if (len && loc[w].kind == COLLIE_BUFLOC_NONE) reachable = false;
   }
   return reachable;
