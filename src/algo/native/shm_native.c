@@ -65,8 +65,10 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   op->nat_piece = piece;
   op->nat_nrounds = piece == args->count ? 1 : (args->count + piece - 1) / piece;
   op->nat_may_direct = collie_direct_wanted(comm, op);
-  const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER;
-  const size_t bytes = args->count * args->elem_size;
+  const bool inlinable = op->nat_small || args->coll == COLLIE_COLL_BROADCAST || args->coll == COLLIE_COLL_ALLGATHER ||
+                         per_block;
+  /* What a rank stages: a piece of every block (all of them, in one round) or of the vector */
+  const size_t bytes = args->count * args->elem_size * (per_block ? (size_t)comm->nranks : 1);
   op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct && bytes <= COLLIE_SHM_INLINE_BYTES;
   if (op->nat_inline)
     op->nat_inl_lines = (uint8_t)(bytes <= COLLIE_SHM_INLINE_FIRST
