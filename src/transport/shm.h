@@ -69,9 +69,9 @@ enum {
 };
 typedef struct {
   _Atomic uint64_t ctr[COLLIE_SHM_NCOUNTERS];
-  /* Per staging buffer: the call's sequence number and a hash of the rest of its
-   * fingerprint. The first round compares these; sig[] is read only to explain a
-   * mismatch. */
+  /* Per staging buffer: a staged first round's call, its sequence number and a hash of
+   * the rest of its fingerprint (inline rounds keep theirs in their slot's first line).
+   * The first round compares these; sig[] is read only to explain a mismatch. */
   uint64_t key[2][2];
 } collie_shm_line_t;
 _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache line");
@@ -83,6 +83,11 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
  * last and stands for `ready` and `staged`; a reader waiting for it prefetches the other
  * lines, so that they travel together instead of one after the other (through the staging
  * buffer: the counters' line, then the data's). */
+/* Inline rounds cycle through this many slots of lines (staged rounds through the two
+ * staging buffers), so that a rank that waits for nobody in a small call (a broadcast's
+ * root, a reduce's other ranks) runs up to this many rounds ahead of the slowest reader
+ * before it must wait: the readers then take several rounds' lines per visit. */
+#define COLLIE_SHM_INLINE_SLOTS 32
 #define COLLIE_SHM_INLINE_FIRST 40
 #define COLLIE_SHM_INLINE_NEXT 56
 #define COLLIE_SHM_INLINE_EXT 7
@@ -100,12 +105,11 @@ typedef struct {
 _Static_assert(sizeof(collie_shm_inline_ext_t) == 64, "an inline round's further line fills one cache line");
 
 typedef struct {
-  collie_shm_line_t line;
-  collie_shm_inline_t inl[2];
-  collie_shm_inline_ext_t inl_ext[2][COLLIE_SHM_INLINE_EXT];
-  collie_wire_hdr_t sig[2];      /* per staging buffer: the call that staged it, to explain mismatches */
+  _Alignas(64) collie_shm_line_t line;
+  collie_shm_inline_t inl[COLLIE_SHM_INLINE_SLOTS];
+  collie_shm_inline_ext_t inl_ext[COLLIE_SHM_INLINE_SLOTS][COLLIE_SHM_INLINE_EXT];
+  collie_wire_hdr_t sig[COLLIE_SHM_INLINE_SLOTS]; /* per inline slot: a first round's call, to explain mismatches */
   collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
-  char pad[32];
 } collie_shm_area_t;
 _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start on a cache line");
 

@@ -150,3 +150,13 @@ set_tests_properties(coll_mismatch_threads_4 PROPERTIES TIMEOUT 120 LABELS coll
 add_test(NAME coll_mismatch_shm_2 COMMAND ${COLL_RUN} -n 2 --timeout 100 ${COLL_CHECK} --mismatch)
 set_tests_properties(coll_mismatch_shm_2 PROPERTIES TIMEOUT 120 LABELS coll
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30;COLLIE_ALGO=shm")
+
+# Ranks drifting apart: small broadcasts and reduces whose root (or other ranks) run ahead
+# through the inline slots, staged all-gathers in between (runahead_check.c).
+add_executable(runahead_check ${CMAKE_CURRENT_LIST_DIR}/runahead_check.c)
+target_link_libraries(runahead_check PRIVATE collie_static)
+# Forced to the shared-memory collectives (the cost model may send small rooted calls as
+# messages from 3 ranks), and the automatic choice on 2 ranks.
+add_coll_test(coll_runahead_2 300 "" ${COLL_RUN} -n 2 --timeout 280 $<TARGET_FILE:runahead_check> 3000 5)
+add_coll_test(coll_runahead_shm_3 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 280 $<TARGET_FILE:runahead_check> 3000 7)
+add_coll_test(coll_runahead_shm_4 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 4 --timeout 280 $<TARGET_FILE:runahead_check> 3000 11)

@@ -10,6 +10,7 @@
 
 #include "../unit/core_unit.h"
 #include "algo/native/shm_native.h"
+#include "transport/shm.h"
 #include "collie.h"
 #include "core/comm.h"
 #include "core/log.h"
@@ -268,21 +269,30 @@ static void test_choice(void) {
   EXPECT_STR(first(&ctx, &none, COLLIE_COLL_BROADCAST, 16u << 20, NULL), "shm");
   ctx.bcast_split_min = 0;
   /* Oversubscribed, the rooted collectives' barrier-like algorithms pay their
-   * synchronisations p times, trees do not: small broadcasts and reduces go down the
-   * binomial tree, large broadcasts still go through the shared area. */
+   * synchronisations p times, trees do not: small reduces and broadcasts beyond the
+   * inline lines go down the binomial tree, large broadcasts still go through the shared
+   * area. A broadcast within the inline lines is no barrier (its root runs ahead through
+   * the slots): it pays what the tree pays, and takes the shared area. */
   {
     collie_tune_ctx_t busy = ctx;
     busy.nranks = ctx.nranks = 4, busy.ranks_per_core = 2;
     for (int c = 0; c < 2; c++) {
       const collie_coll_t coll = c ? COLLIE_COLL_REDUCE : COLLIE_COLL_BROADCAST;
       const char *two_phase = c ? "rs_gather" : "scatter_allgather";
-      double tree = collie_tune_estimate(&busy, coll, "binomial", 16) / collie_tune_estimate(&ctx, coll, "binomial", 16);
-      double area = collie_tune_estimate(&busy, coll, "shm", 16) / collie_tune_estimate(&ctx, coll, "shm", 16);
-      double phases = collie_tune_estimate(&busy, coll, two_phase, 16) / collie_tune_estimate(&ctx, coll, two_phase, 16);
-      EXPECTF(area > 3.5 * tree && phases > 3.5 * tree, "%s 16 B, oversubscribed / not: binomial %g, shm %g, %s %g",
-              collie_coll_name(coll), tree, area, two_phase, phases);
-      EXPECT_STR(first(&busy, &none, coll, 16, NULL), "binomial");
+      const size_t b = c ? 16 : COLLIE_SHM_INLINE_BYTES + 8;
+      double tree = collie_tune_estimate(&busy, coll, "binomial", b) / collie_tune_estimate(&ctx, coll, "binomial", b);
+      double area = collie_tune_estimate(&busy, coll, "shm", b) / collie_tune_estimate(&ctx, coll, "shm", b);
+      double phases = collie_tune_estimate(&busy, coll, two_phase, b) / collie_tune_estimate(&ctx, coll, two_phase, b);
+      EXPECTF(area > 3.5 * tree && phases > 3.5 * tree, "%s %zu B, oversubscribed / not: binomial %g, shm %g, %s %g",
+              collie_coll_name(coll), b, tree, area, two_phase, phases);
+      EXPECT_STR(first(&busy, &none, coll, b, NULL), "binomial");
     }
+    double tree = collie_tune_estimate(&busy, COLLIE_COLL_BROADCAST, "binomial", 16) /
+                  collie_tune_estimate(&ctx, COLLIE_COLL_BROADCAST, "binomial", 16);
+    double area = collie_tune_estimate(&busy, COLLIE_COLL_BROADCAST, "shm", 16) /
+                  collie_tune_estimate(&ctx, COLLIE_COLL_BROADCAST, "shm", 16);
+    EXPECTF(area < 1.01 * tree, "broadcast 16 B, oversubscribed / not: binomial %g, shm %g", tree, area);
+    EXPECT_STR(first(&busy, &none, COLLIE_COLL_BROADCAST, 16, NULL), "shm");
     EXPECT_STR(first(&busy, &none, COLLIE_COLL_BROADCAST, 4u << 20, NULL), "shm");
   }
   /* The binomial reduce overlaps a sender's staging with its parent's reduction, and

@@ -88,12 +88,13 @@ static char *ext_bytes(char *buf, int i) {
  * spread_inline), and another rank's gathered from its lines into inl_bytes. */
 static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
   collie_shm_area_t *a = shm_area_of(comm, rank);
-  if (op->nat_inl_lines <= 1) return a->inl[round & 1].data;
+  const unsigned i0 = inl_slot(round);
+  if (op->nat_inl_lines <= 1) return a->inl[i0].data;
   char *buf = comm->shm->inl_bytes + (size_t)rank * COLLIE_SHM_INLINE_BYTES;
   if (rank == comm->rank) return buf;
-  memcpy(buf, a->inl[round & 1].data, COLLIE_SHM_INLINE_FIRST);
+  memcpy(buf, a->inl[i0].data, COLLIE_SHM_INLINE_FIRST);
   for (int i = 1; i < op->nat_inl_lines; i++)
-    memcpy(ext_bytes(buf, i), a->inl_ext[round & 1][i - 1].data, COLLIE_SHM_INLINE_NEXT);
+    memcpy(ext_bytes(buf, i), a->inl_ext[i0][i - 1].data, COLLIE_SHM_INLINE_NEXT);
   return buf;
 }
 
@@ -102,9 +103,9 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
 static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
   char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
-  memcpy(a->inl[g & 1].data, buf, COLLIE_SHM_INLINE_FIRST);
+  memcpy(a->inl[inl_slot(g)].data, buf, COLLIE_SHM_INLINE_FIRST);
   for (int i = 1; i < op->nat_inl_lines; i++) {
-    collie_shm_inline_ext_t *x = &a->inl_ext[g & 1][i - 1];
+    collie_shm_inline_ext_t *x = &a->inl_ext[inl_slot(g)][i - 1];
     memcpy(x->data, ext_bytes(buf, i), COLLIE_SHM_INLINE_NEXT);
     atomic_store_explicit(&x->tag, g + 1, memory_order_release);
   }
@@ -291,7 +292,7 @@ static void call_key(const collie_op_t *op, uint64_t key[2]) {
  * inline tag, so that when ranks disagree on whether a call is inline, each side sees the
  * mismatch itself (not only through the failure the other side relays). */
 static uint64_t *call_key_slot(collie_shm_area_t *a, const collie_op_t *op, uint64_t g) {
-  return op->nat_inline ? a->inl[g & 1].key : a->line.key[g & 1];
+  return op->nat_inline ? a->inl[inl_slot(g)].key : a->line.key[g & 1];
 }
 
 /* The first round of an operation: the ranks this one must meet have entered it, with the
@@ -306,9 +307,9 @@ static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
     if (theirs[0] == mine[0] && theirs[1] == mine[1]) continue;
     collie_xfer_t want;
     memset(&want, 0, sizeof(want));
-    want.hdr = shm_area_of(comm, comm->rank)->sig[g & 1];
+    want.hdr = shm_area_of(comm, comm->rank)->sig[inl_slot(g)];
     want.hdr.src_rank = r;
-    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[g & 1]) < 0) return -1;
+    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[inl_slot(g)]) < 0) return -1;
   }
   op->nat_checked = true;
   return 1;
@@ -317,7 +318,7 @@ static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
 /* Writes the first round's fingerprint and key (before `ready` publishes them). */
 static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
-  collie_wire_hdr_t *h = &a->sig[g & 1];
+  collie_wire_hdr_t *h = &a->sig[inl_slot(g)];
   memset(h, 0, sizeof(*h));
   h->magic = COLLIE_WIRE_MAGIC;
   h->coll = (uint8_t)op->coll;
@@ -327,8 +328,10 @@ static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   h->src_rank = comm->rank;
   h->seq = op->seq;
   h->count = op->count;
-  call_key(op, a->line.key[g & 1]);
-  memcpy(a->inl[g & 1].key, a->line.key[g & 1], sizeof(a->inl[g & 1].key));
+  call_key(op, a->inl[inl_slot(g)].key);
+  /* Only staged rounds use the counters' key: an inline round may run ahead of a rank
+   * still checking the staged round two before it, whose key sits in the same place. */
+  if (!op->nat_inline) memcpy(a->line.key[g & 1], a->inl[inl_slot(g)].key, sizeof(a->line.key[g & 1]));
 }
 
 /* Stages round g; the caller publishes (one wake-up for everything it stored). */
@@ -344,10 +347,13 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
   while (op->nat_round < op->nat_end) {
     const uint64_t g = op->nat_round, k = g - op->nat_base;
     if (op->nat_phase == PH_FILL) {
-      /* This buffer was last used in round g-2: everyone must have finished it. A rank
-       * stages a round only after finishing the one before, so when round g-1 waited for
-       * everyone's staging, that is known already. */
-      if (g >= 2 && !comm->native_prev_all && !shm_all_reached(comm, op, COLLIE_SHM_DONE, g - 1)) return moved;
+      /* This staging buffer was last used in round g-2, this inline slot in round
+       * g-SLOTS: everyone must have finished that round. A rank stages a round only after
+       * finishing the one before, so when round g-1 waited for everyone's staging, that is
+       * known already. */
+      const uint64_t back = op->nat_inline ? COLLIE_SHM_INLINE_SLOTS : 2;
+      if (g >= back && !comm->native_prev_all && !shm_all_reached(comm, op, COLLIE_SHM_DONE, g - back + 1))
+        return moved;
       /* The first round carries the call's fingerprint and buffer locations; only it is
        * checked. A rank whose buffers the others could reach stages nothing until everyone
        * has said whether theirs can be reached too: then nobody copies twice. */
@@ -360,7 +366,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
       /* The inline tag, after the key and (inline rounds) the data: it stands for `ready`
        * and `staged` of inline rounds, and carries every first round's key. */
       if (op->nat_inline || !op->nat_checked)
-        atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[g & 1].tag, g + 1, memory_order_release);
+        atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[inl_slot(g)].tag, g + 1, memory_order_release);
       shm_publish(comm, op, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase(op) ? PH_COMBINE : PH_DRAIN;
       moved = 1;

@@ -14,6 +14,11 @@
 
 static inline collie_shm_area_t *shm_area_of(collie_comm_t *comm, int rank) { return collie_shm_area(comm, rank); }
 
+/* The inline slot of round g. */
+static inline unsigned inl_slot(uint64_t g) { return (unsigned)(g & (COLLIE_SHM_INLINE_SLOTS - 1)); }
+_Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 && COLLIE_SHM_INLINE_SLOTS >= 2,
+               "inline slots: a power of two");
+
 static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
   return atomic_load_explicit(&shm_area_of(comm, rank)->line.ctr[c], memory_order_acquire);
 }
@@ -26,7 +31,7 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
      * (TSO); `ready` prefetches the other lines and `staged` loads their tags too, so
      * that they arrive together rather than when the copy reaches them. */
     collie_shm_area_t *a = shm_area_of(comm, r);
-    const int p = (int)((want - 1) & 1);
+    const unsigned p = inl_slot(want - 1);
     const collie_shm_inline_ext_t *ext = a->inl_ext[p];
     if (c == COLLIE_SHM_READY)
       for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&ext[i - 1]);

@@ -1,0 +1,109 @@
+/* Ranks drifting apart in a sequence of shared-memory collectives. In a small broadcast
+ * the root waits for nobody, and neither do a small reduce's other ranks: they run ahead
+ * of the slowest reader by up to COLLIE_SHM_INLINE_SLOTS rounds (transport/shm.h), while
+ * staged rounds in between reuse their staging buffers every second round. This program
+ * runs one seeded random sequence on every rank: bursts of up to 24 broadcasts or reduces
+ * from one root, of 1 to 108 int32 each (one to eight inline lines, and beyond into the
+ * staging buffer),
+ * small allreduces, and 64 KiB allgathers; ranks sleep at random moments so that some
+ * fall behind. Every result is checked.
+ *   runahead_check [iterations] [seed]      (launched by collie-run) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collie.h"
+
+enum { MAX_SMALL = 108, BIG = 16384 }; /* int32: 432 bytes; 64 KiB */
+
+static uint64_t next(uint64_t *s) { /* xorshift64* */
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 0x2545f4914f6cdd1dull;
+}
+
+static int32_t value(int it, int rank, size_t j) { return (int32_t)((it * 131 + rank * 7919 + (int)j * 17) & 0xffff); }
+
+static int fail(int rank, int it, const char *what, size_t j, int32_t got, int32_t want) {
+  fprintf(stderr, "runahead_check: rank %d: iteration %d, %s: element %zu is %d, expected %d\n", rank, it, what, j,
+          got, want);
+  return 1;
+}
+
+static int check(collie_result_t r, int rank, int it, const char *what) {
+  if (r == COLLIE_SUCCESS) return 0;
+  fprintf(stderr, "runahead_check: rank %d: iteration %d, %s failed: %s\n", rank, it, what,
+          collie_get_last_error(NULL));
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const int iters = argc > 1 ? atoi(argv[1]) : 3000;
+  const uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 12345;
+  collie_comm_t *comm;
+  if (collie_comm_init_env(&comm) != COLLIE_SUCCESS) {
+    fprintf(stderr, "runahead_check: %s\n", collie_get_last_error(NULL));
+    return 1;
+  }
+  int me, n;
+  collie_comm_rank(comm, &me);
+  collie_comm_size(comm, &n);
+  int32_t *in = malloc(sizeof(int32_t) * BIG * (size_t)n), *out = malloc(sizeof(int32_t) * BIG * (size_t)n);
+  if (!in || !out) return 1;
+  uint64_t shared = seed | 1, own = (seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(me + 1))) | 1;
+  int bad = 0, kind = 0, root = 0, burst = 0;
+  for (int it = 0; it < iters && !bad; it++) {
+    /* A rank falls behind now and then; the others run on as far as the protocol lets them. */
+    if (next(&own) % 8 == 0) usleep((useconds_t)(next(&own) % 300));
+    /* Bursts of one kind and root: a root broadcasting (or the others reducing) many times
+     * in a row is what runs ahead; a burst may outlast the inline slots. */
+    if (burst-- <= 0) {
+      kind = (int)(next(&shared) % 8);
+      root = (int)(next(&shared) % (uint64_t)n);
+      burst = kind < 6 ? (int)(next(&shared) % 24) : 0;
+    }
+    const size_t count = 1 + next(&shared) % MAX_SMALL;
+    if (kind < 4) { /* broadcast */
+      for (size_t j = 0; j < count; j++) out[j] = me == root ? value(it, me, j) : -1;
+      bad = check(collie_broadcast(out, out, count, COLLIE_INT32, root, comm), me, it, "broadcast");
+      for (size_t j = 0; j < count && !bad; j++)
+        if (out[j] != value(it, root, j)) bad = fail(me, it, "broadcast", j, out[j], value(it, root, j));
+    } else if (kind < 6) { /* reduce */
+      for (size_t j = 0; j < count; j++) in[j] = value(it, me, j), out[j] = -1;
+      bad = check(collie_reduce(in, out, count, COLLIE_INT32, COLLIE_SUM, root, comm), me, it, "reduce");
+      for (size_t j = 0; j < count && !bad && me == root; j++) {
+        int32_t want = 0;
+        for (int r = 0; r < n; r++) want += value(it, r, j);
+        if (out[j] != want) bad = fail(me, it, "reduce", j, out[j], want);
+      }
+    } else if (kind < 7) { /* allreduce */
+      for (size_t j = 0; j < count; j++) in[j] = value(it, me, j);
+      bad = check(collie_allreduce(in, out, count, COLLIE_INT32, COLLIE_SUM, comm), me, it, "allreduce");
+      for (size_t j = 0; j < count && !bad; j++) {
+        int32_t want = 0;
+        for (int r = 0; r < n; r++) want += value(it, r, j);
+        if (out[j] != want) bad = fail(me, it, "allreduce", j, out[j], want);
+      }
+    } else { /* allgather, staged */
+      for (size_t j = 0; j < BIG; j++) in[j] = value(it, me, j);
+      bad = check(collie_allgather(in, out, BIG, COLLIE_INT32, comm), me, it, "allgather");
+      for (int r = 0; r < n && !bad; r++)
+        for (size_t j = 0; j < BIG && !bad; j++)
+          if (out[(size_t)r * BIG + j] != value(it, r, j))
+            bad = fail(me, it, "allgather", (size_t)r * BIG + j, out[(size_t)r * BIG + j], value(it, r, j));
+    }
+  }
+  if (bad) {
+    collie_comm_abort(comm);
+    return 1;
+  }
+  collie_result_t r = collie_comm_destroy(comm);
+  free(in);
+  free(out);
+  if (r != COLLIE_SUCCESS) return 1;
+  printf("runahead_check: rank %d: %d iterations OK\n", me, iters);
+  return 0;
+}
