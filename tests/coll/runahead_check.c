@@ -2,7 +2,7 @@
  * the root waits for nobody, and neither do a small reduce's other ranks: they run ahead
  * of the slowest reader by up to COLLIE_SHM_INLINE_SLOTS rounds (transport/shm.h), while
  * staged rounds in between reuse their staging buffers every second round. This program
- * runs one seeded random sequence on every rank: bursts of up to 24 broadcasts or reduces
+ * runs one seeded random sequence on every rank: bursts of up to 80 broadcasts or reduces
  * from one root, of 1 to 108 int32 each (one to eight inline lines, and beyond into the
  * staging buffer),
  * small allreduces, and 64 KiB allgathers; ranks sleep at random moments so that some
@@ -59,11 +59,11 @@ int main(int argc, char **argv) {
     /* A rank falls behind now and then; the others run on as far as the protocol lets them. */
     if (next(&own) % 8 == 0) usleep((useconds_t)(next(&own) % 300));
     /* Bursts of one kind and root: a root broadcasting (or the others reducing) many times
-     * in a row is what runs ahead; a burst may outlast the inline slots. */
+     * in a row is what runs ahead; a burst may outlast the inline slots (32). */
     if (burst-- <= 0) {
       kind = (int)(next(&shared) % 8);
       root = (int)(next(&shared) % (uint64_t)n);
-      burst = kind < 6 ? (int)(next(&shared) % 24) : 0;
+      burst = kind < 6 ? (int)(next(&shared) % 80) : 0;
     }
     const size_t count = 1 + next(&shared) % MAX_SMALL;
     if (kind < 4) { /* broadcast */
