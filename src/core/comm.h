@@ -52,6 +52,7 @@ struct collie_comm {
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
   int native_ops;              /* posted shared-memory collectives not yet finished */
   bool native_prev_all;        /* the last finished round waited for every rank's staging */
+  uint64_t native_done_seen;   /* every other rank's `done` was at least this when last read */
   uint32_t native_logged;      /* collectives whose shared-memory choice was logged */
   /* The last call that chose the shared-memory collectives (coll/coll.c): the same call
    * again skips the cost model, whose answer for a communicator never changes */

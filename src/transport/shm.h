@@ -58,8 +58,9 @@ typedef struct {
   uint64_t len;
 } collie_shm_bufloc_t;
 
-/* The area's counters. They share one cache line, with the first round's call keys: only
- * the owner writes it, and a rank waiting on the owner then fetches one line, not four. */
+/* The area's counters. They share one cache line, with the keys of the staged first
+ * rounds (inline rounds keep theirs in their slot's first line): only the owner writes
+ * it, and a rank waiting on the owner then fetches one line, not four. */
 enum {
   COLLIE_SHM_READY,   /* rounds the owner has entered (fingerprint and buffer locations written) */
   COLLIE_SHM_STAGED,  /* rounds whose data the owner has staged */
@@ -78,15 +79,16 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
 
 /* Small collectives (at most COLLIE_SHM_INLINE_BYTES per rank, one round) stage in cache
  * lines that carry their own tag (the round + 1): NCCL's low-latency idea, the flag in
- * the data's line. Per round parity, the first line holds the call key and 40 bytes, and
+ * the data's line. Per slot, the first line holds the call key and 40 bytes, and
  * up to COLLIE_SHM_INLINE_EXT more lines 56 bytes each. The first line's tag is written
  * last and stands for `ready` and `staged`; a reader waiting for it prefetches the other
  * lines, so that they travel together instead of one after the other (through the staging
  * buffer: the counters' line, then the data's). */
 /* Inline rounds cycle through this many slots of lines (staged rounds through the two
  * staging buffers), so that a rank that waits for nobody in a small call (a broadcast's
- * root, a reduce's other ranks) runs up to this many rounds ahead of the slowest reader
- * before it must wait: the readers then take several rounds' lines per visit. */
+ * root) runs up to this many rounds ahead of the slowest reader before it must wait. (A
+ * small reduce's other ranks wait for the root's entry into each round: they stay within
+ * about one round of it.) */
 #define COLLIE_SHM_INLINE_SLOTS 32
 #define COLLIE_SHM_INLINE_FIRST 40
 #define COLLIE_SHM_INLINE_NEXT 56

@@ -151,8 +151,8 @@ add_test(NAME coll_mismatch_shm_2 COMMAND ${COLL_RUN} -n 2 --timeout 100 ${COLL_
 set_tests_properties(coll_mismatch_shm_2 PROPERTIES TIMEOUT 120 LABELS coll
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30;COLLIE_ALGO=shm")
 
-# Ranks drifting apart: small broadcasts and reduces whose root (or other ranks) run ahead
-# through the inline slots, staged all-gathers in between (runahead_check.c).
+# Ranks drifting apart: small broadcasts whose root runs ahead through the inline slots,
+# reduces, allreduces and staged all-gathers in between (runahead_check.c).
 add_executable(runahead_check ${CMAKE_CURRENT_LIST_DIR}/runahead_check.c)
 target_link_libraries(runahead_check PRIVATE collie_static)
 # Forced to the shared-memory collectives (the cost model may send small rooted calls as

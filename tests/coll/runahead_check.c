@@ -1,7 +1,8 @@
 /* Ranks drifting apart in a sequence of shared-memory collectives. In a small broadcast
- * the root waits for nobody, and neither do a small reduce's other ranks: they run ahead
- * of the slowest reader by up to COLLIE_SHM_INLINE_SLOTS rounds (transport/shm.h), while
- * staged rounds in between reuse their staging buffers every second round. This program
+ * the root waits for nobody: it runs ahead of the slowest reader by up to
+ * COLLIE_SHM_INLINE_SLOTS rounds (transport/shm.h), while staged rounds in between reuse
+ * their staging buffers every second round. (A small reduce's other ranks wait for the
+ * root's entry into each round; reduces are here to mix the rounds.) This program
  * runs one seeded random sequence on every rank: bursts of up to 80 broadcasts or reduces
  * from one root, of 1 to 108 int32 each (one to eight inline lines, and beyond into the
  * staging buffer),
@@ -58,8 +59,8 @@ int main(int argc, char **argv) {
   for (int it = 0; it < iters && !bad; it++) {
     /* A rank falls behind now and then; the others run on as far as the protocol lets them. */
     if (next(&own) % 8 == 0) usleep((useconds_t)(next(&own) % 300));
-    /* Bursts of one kind and root: a root broadcasting (or the others reducing) many times
-     * in a row is what runs ahead; a burst may outlast the inline slots (32). */
+    /* Bursts of one kind and root: a root broadcasting many times in a row is what runs
+     * ahead; a burst may outlast the inline slots (32). */
     if (burst-- <= 0) {
       kind = (int)(next(&shared) % 8);
       root = (int)(next(&shared) % (uint64_t)n);

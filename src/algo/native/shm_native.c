@@ -288,9 +288,12 @@ static void call_key(const collie_op_t *op, uint64_t key[2]) {
 }
 
 /* Where a rank reads round g's key: in the inline line for inline rounds (one line to
- * fetch), else beside the counters. Both are written, and every first round sets the
- * inline tag, so that when ranks disagree on whether a call is inline, each side sees the
- * mismatch itself (not only through the failure the other side relays). */
+ * fetch), else beside the counters. A staged first round writes both keys and the inline
+ * tag, an inline round only its slot's key, so that when ranks disagree on whether a call
+ * is inline, each side sees the mismatch itself (not only through the failure the other
+ * side relays): the inline side reads the staged side's inline key, the staged side an
+ * older staged call's key (a lower sequence number, so it differs), and both explain it
+ * from sig[] of the slot. */
 static uint64_t *call_key_slot(collie_shm_area_t *a, const collie_op_t *op, uint64_t g) {
   return op->nat_inline ? a->inl[inl_slot(g)].key : a->line.key[g & 1];
 }
@@ -340,6 +343,23 @@ static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
   shm_store(comm, COLLIE_SHM_STAGED, g + 1);
 }
 
+/* Whether every other rank's `done` has reached want. A root running ahead asks this at
+ * every round; the counters only grow, so the lowest value read last time answers most
+ * of those without fetching the other ranks' counter lines (and without pulling them
+ * away from the ranks that are writing them). */
+static bool done_known(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
+  if (comm->native_done_seen >= want) return true;
+  if (!shm_all_reached(comm, op, COLLIE_SHM_DONE, want)) return false;
+  uint64_t low = UINT64_MAX;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == comm->rank) continue;
+    const uint64_t d = shm_counter(comm, r, COLLIE_SHM_DONE);
+    if (d < low) low = d;
+  }
+  comm->native_done_seen = low;
+  return true;
+}
+
 /* Runs as many phases of op as its peers allow. Returns >0 if anything moved, <0 after
  * failing the communicator. */
 static int advance(collie_comm_t *comm, collie_op_t *op) {
@@ -352,8 +372,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
        * finishing the one before, so when round g-1 waited for everyone's staging, that is
        * known already. */
       const uint64_t back = op->nat_inline ? COLLIE_SHM_INLINE_SLOTS : 2;
-      if (g >= back && !comm->native_prev_all && !shm_all_reached(comm, op, COLLIE_SHM_DONE, g - back + 1))
-        return moved;
+      if (g >= back && !comm->native_prev_all && !done_known(comm, op, g - back + 1)) return moved;
       /* The first round carries the call's fingerprint and buffer locations; only it is
        * checked. A rank whose buffers the others could reach stages nothing until everyone
        * has said whether theirs can be reached too: then nobody copies twice. */
@@ -441,8 +460,12 @@ void collie_native_describe(collie_comm_t *comm, const collie_op_t *op, char *bu
   static const char *what[] = {"enter the collective", "stage its data", "reduce its slice", "finish reading"};
   char pd[160], w[96];
   uint64_t k = op->nat_round - op->nat_base;
+  /* Before staging, a rank waits for a round that last used the same lines or buffer: of
+   * an earlier call (up to COLLIE_SHM_INLINE_SLOTS - 1 calls back, for a broadcast root). */
+  const bool earlier = op->nat_phase == PH_FILL && op->nat_wait_flag == COLLIE_SHM_DONE;
   snprintf(buf, len, "%s: waiting in shared memory for %s to %s (round %llu of %llu)",
-           collie_request_what(op->req, w, sizeof(w)),
-           collie_peer_desc(comm, op->nat_wait, pd, sizeof(pd)), what[op->nat_wait_flag % COLLIE_SHM_NCOUNTERS],
+           collie_request_what(op->req, w, sizeof(w)), collie_peer_desc(comm, op->nat_wait, pd, sizeof(pd)),
+           earlier ? "finish an earlier collective whose shared-memory space this one reuses"
+                   : what[op->nat_wait_flag % COLLIE_SHM_NCOUNTERS],
            (unsigned long long)k + 1, (unsigned long long)op->nat_nrounds);
 }
