@@ -75,11 +75,16 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
     if (res) err = comm->last_error;
   }
   res = collie_ctl_barrier(comm, err);
-  if (!res && comm->nlocal > 1) {
-    res = collie_shm_connect(comm);
-    err = res ? comm->last_error : NULL;
+  if (!res) {
+    if (comm->nlocal > 1) {
+      res = collie_shm_connect(comm);
+      err = res ? comm->last_error : NULL;
+    }
+    /* Every rank takes part in every barrier, a rank alone on its host too: the barriers
+     * are counted, and one skipped left that rank a barrier behind (3 ranks on 2 hosts
+     * timed out at creation). */
     res = collie_ctl_barrier(comm, err);
-    if (!res) { /* every rank has probed: the same answers everywhere */
+    if (!res && comm->nlocal > 1) { /* every rank has probed: the same answers everywhere */
       collie_shm_probe_settle(comm);
       collie_shm_cma_settle(comm);
     }

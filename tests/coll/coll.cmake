@@ -59,6 +59,10 @@ endif()
 # interleaved ranks, so that every algorithm crosses both transports.
 add_coll_test(coll_mixed_hosts_5 300 "" ${COLL_RUN} -n 5 --timeout 280
               sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK % 2)) exec \"$0\" \"$@\"" ${COLL_CHECK})
+# A rank alone on its host beside a host of several: creation once hung there (the lone
+# rank skipped a barrier the others made).
+add_coll_test(coll_lone_host_3 300 "COLLIE_CONNECT_TIMEOUT=10" ${COLL_RUN} -n 3 --timeout 280
+              sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK == 2)) exec \"$0\" \"$@\"" ${COLL_CHECK} --dtypes quick)
 
 # The portable reduction kernels (the default uses AVX2 where the CPU has it).
 add_coll_test(coll_portable_kernels_3 300 "COLLIE_REDUCE_ISA=portable" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK})
