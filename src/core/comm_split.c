@@ -37,7 +37,12 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
   member_t mine = {color, key, comm->rank};
   member_t *all = malloc(sizeof(member_t) * (size_t)n);
   if (!all) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
-  res = collie_allgather(&mine, all, 3, COLLIE_INT64, comm);
+  /* The nonblocking calls and explicit waits, not the blocking ones: inside the caller's
+   * collie_group_start/end a blocking call only queues its request, and the split needs
+   * the answers now (it read the array before the all-gather had filled it). */
+  collie_request_t *req;
+  res = collie_iallgather(&mine, all, 3, COLLIE_INT64, comm, &req);
+  if (!res) res = collie_wait(req);
   if (res) {
     free(all);
     return res;
@@ -70,11 +75,14 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
     collie_random_bytes(info.secret, 16);
     info.version = COLLIE_VERSION_CODE;
     collie_id_encode(&info, &id);
-    collie_group_start();
-    for (int i = 1; i < m; i++) collie_send(&id, sizeof(id), COLLIE_UINT8, (int)all[i].rank, comm);
-    res = collie_group_end();
+    for (int i = 1; i < m; i++) { /* one at a time: the id is small, the members few */
+      res = collie_isend(&id, sizeof(id), COLLIE_UINT8, (int)all[i].rank, comm, &req);
+      if (!res) res = collie_wait(req);
+      if (res) break;
+    }
   } else {
-    res = collie_recv(&id, sizeof(id), COLLIE_UINT8, root, comm);
+    res = collie_irecv(&id, sizeof(id), COLLIE_UINT8, root, comm, &req);
+    if (!res) res = collie_wait(req);
   }
   free(all);
   if (res) {

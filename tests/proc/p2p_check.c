@@ -104,6 +104,22 @@ static int run(collie_comm_t *comm) {
     return 1;
   }
   if (none) CHECK(collie_comm_destroy(none));
+  /* Inside a group, as NCCL allows communicator creation there: the split itself
+   * completes before it returns (it once read its all-gather's answer before the group's
+   * end had waited for it). */
+  collie_comm_t *grouped = NULL;
+  CHECK(collie_group_start());
+  CHECK(collie_comm_split(comm, rank % 2, rank, &grouped));
+  CHECK(collie_group_end());
+  CHECK(collie_comm_rank(grouped, &srank));
+  CHECK(collie_comm_size(grouped, &ssize));
+  if (ssize != expect_size || srank != rank / 2) {
+    fprintf(stderr, "p2p_check: rank %d: split in a group gave rank %d of %d, expected %d of %d\n", rank, srank,
+            ssize, rank / 2, expect_size);
+    return 1;
+  }
+  CHECK(collie_barrier(grouped));
+  CHECK(collie_comm_destroy(grouped));
   CHECK(collie_barrier(comm));
   free(sb);
   free(rb);
