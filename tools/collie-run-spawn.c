@@ -93,8 +93,13 @@ static _Noreturn void become_rank(const struct cr_job *job, int rank, int out_w,
   }
 
   /* collie-run blocks signals for its signalfd and ignores SIGPIPE; the program should
-   * start with the mask and disposition collie-run itself was given. */
+   * start with the mask and dispositions collie-run itself was given... */
   sigaction(SIGPIPE, &job->child_sigpipe, NULL);
+  /* Except SIGINT and SIGTERM, which collie-run forwards on purpose: a shell starts a
+   * background job of a script with SIGINT ignored, and the ranks then dropped the
+   * SIGINT that collie-run passed on. */
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   sigprocmask(SIG_SETMASK, &job->child_sigmask, NULL);
 
   execvp(opt->argv[0], opt->argv);

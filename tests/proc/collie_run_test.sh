@@ -218,6 +218,17 @@ expect_out "got SIGINT
 got SIGINT"
 wait_gone 2 # the background sleeps ignore SIGINT: only the cleanup of each group ends them
 
+echo "SIGINT reaches ranks even when collie-run starts with it ignored"
+# This background job starts with SIGINT ignored (no env --default-signal); collie-run
+# still forwards it, and the ranks must not inherit the ignoring (they once did, and the
+# job ran on).
+"$RUN" -n 2 -- sh -c "sleep 900.${UNIQ}0; :" >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+wait_count 5 5
+kill -INT "$pid"
+finish "$pid" 130
+wait_gone 2
+
 echo "a second SIGINT kills the ranks"
 env --default-signal=INT "$RUN" -n 2 -- sh -c "trap '' INT; sleep 900.${UNIQ}8; :" >"$TMP/out" 2>"$TMP/err" &
 pid=$!
