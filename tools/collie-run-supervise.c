@@ -24,6 +24,7 @@ struct supervisor {
   int sigints;
   int failed_rank; /* the first rank to fail, -1 while none has */
   int failed_code;
+  struct { int rank, status; } reaped[CR_MAX_RANKS]; /* one batch of exits (reap) */
 };
 
 static int64_t now_ms(void) {
@@ -81,16 +82,26 @@ static void rank_exited(struct supervisor *sv, int rank, int status, int64_t now
   if (sv->running > 0) sv->grace_at = now + seconds_to_ms(sv->job->opt->grace_s);
 }
 
+/* Takes every exit that is ready before judging any: when several ranks have died since
+ * the last look, the kernel hands them back lowest pid first, which says nothing about
+ * who failed first. A rank killed by a signal is most likely the cause (the others then
+ * exit with the library's error), so those are judged first. */
 static void reap(struct supervisor *sv) {
   for (;;) {
-    int status;
-    pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return; /* 0: the others still run; -1 (ECHILD): none left */
-    for (int i = 0; i < sv->nranks; i++)
-      if (sv->job->ranks[i].running && sv->job->ranks[i].pid == pid) {
-        rank_exited(sv, i, status, now_ms());
-        break;
-      }
+    int n = 0;
+    for (; n < sv->nranks; n++) {
+      pid_t pid = waitpid(-1, &sv->reaped[n].status, WNOHANG);
+      if (pid <= 0) break; /* 0: the others still run; -1 (ECHILD): none left */
+      sv->reaped[n].rank = -1;
+      for (int i = 0; i < sv->nranks; i++)
+        if (sv->job->ranks[i].running && sv->job->ranks[i].pid == pid) sv->reaped[n].rank = i;
+    }
+    if (n == 0) return;
+    const int64_t now = now_ms();
+    for (int pass = 0; pass < 2; pass++)
+      for (int k = 0; k < n; k++)
+        if (sv->reaped[k].rank >= 0 && (WIFSIGNALED(sv->reaped[k].status) != 0) == (pass == 0))
+          rank_exited(sv, sv->reaped[k].rank, sv->reaped[k].status, now);
   }
 }
 

@@ -138,6 +138,21 @@ echo "rank killed by a signal"
 run 137 -n 2 -- sh -c '[ "$COLLIE_RANK" = 1 ] && kill -9 $$; exit 0'
 expect_err '^collie-run: rank 1 \(pid [0-9]+\) was killed by signal 9 \(Killed\)$'
 
+echo "of several ranks found dead at once, the one killed by a signal is blamed"
+# collie-run is stopped while rank 3 dies by SIGKILL and the others exit with 3 after it
+# (as ranks whose library saw the peer die do): it then finds all four exits at once,
+# and the kernel hands back the lowest pid first.
+"$RUN" -n 4 -- sh -c "sleep 1.${UNIQ}; [ \$COLLIE_RANK = 3 ] && kill -9 \$\$; sleep 0.3; exit 3" \
+  >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+wait_count 5 5
+kill -STOP "$pid"
+sleep 2
+kill -CONT "$pid"
+finish "$pid" 137
+expect_err '^collie-run: rank 3 \(pid [0-9]+\) was killed by signal 9 \(Killed\)$'
+wait_gone 2
+
 echo "program not found"
 run 127 -n 2 -- ./no-such-program-"$UNIQ"
 expect_err "^collie-run: cannot execute './no-such-program-$UNIQ': No such file or directory$"
