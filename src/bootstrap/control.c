@@ -96,7 +96,7 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
   char a[80];
   while (joined < comm->nranks) {
     int64_t left = (deadline - collie_now_ns()) / 1000000;
-    if (left <= 0) {
+    if (left <= 0 || collie_socket_abandoned()) {
       char missing[256] = "";
       size_t o = 0;
       for (int r = 1; r < comm->nranks && o < sizeof(missing) - 16; r++)

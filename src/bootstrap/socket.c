@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,17 +203,23 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
         *err_out != EHOSTUNREACH && *err_out != ECONNRESET && *err_out != EAGAIN)
       return -1;
     int64_t now = collie_now_ns();
-    if (now >= deadline_ns) return -2;
+    if (now >= deadline_ns || collie_socket_abandoned()) return -2;
     int64_t left_ms = (deadline_ns - now) / 1000000;
     usleep((useconds_t)((backoff_ms < left_ms ? backoff_ms : left_ms) * 1000));
     if (backoff_ms < 200) backoff_ms *= 2;
   }
 }
 
+static _Thread_local const _Atomic int *abandon_flag;
+
+void collie_socket_abandon_when(const _Atomic int *flag) { abandon_flag = flag; }
+
+bool collie_socket_abandoned(void) { return abandon_flag && atomic_load(abandon_flag) != 0; }
+
 static int wait_fd(int fd, short ev, int64_t deadline_ns) {
   for (;;) {
     int64_t left = deadline_ns - collie_now_ns();
-    if (left <= 0) return -2;
+    if (left <= 0 || collie_socket_abandoned()) return -2;
     struct pollfd p = {fd, ev, 0};
     int ms = (int)(left / 1000000) + 1;
     int r = poll(&p, 1, ms > 1000 ? 1000 : ms);

@@ -34,6 +34,14 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
 int collie_send_all(int fd, const void *buf, size_t len, int64_t deadline_ns);
 int collie_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns);
 
+/* While *flag is nonzero, this thread's waits above, and the bootstrap's and the TCP
+ * transport's accept loops, give up as at their deadline. Set by collie_comm_split around
+ * the new communicator's creation to the parent's failure word: a member that dies then
+ * fails the parent, and the others need not wait out COLLIE_CONNECT_TIMEOUT for it. NULL:
+ * never give up early. */
+void collie_socket_abandon_when(const _Atomic int *flag);
+bool collie_socket_abandoned(void);
+
 void collie_socket_tune(int fd); /* TCP_NODELAY, close-on-exec */
 int collie_set_nonblocking(int fd, bool nb);
 

@@ -94,5 +94,15 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
   cfg.exec_timeout_ms = comm->exec_timeout_ms;
   cfg.algo = comm->algo;
   cfg.proto = comm->proto;
-  return collie_comm_init_internal(newcomm, m, id, newrank, &cfg, listen_fd);
+  /* A member that dies now fails the parent (its watchdog sees the control channel
+   * close): the creation's waits then give up instead of waiting out the connect timeout,
+   * and the parent's sentence, which names the rank, is the one to report. */
+  collie_socket_abandon_when(&comm->failed);
+  res = collie_comm_init_internal(newcomm, m, id, newrank, &cfg, listen_fd);
+  collie_socket_abandon_when(NULL);
+  const int failed = atomic_load(&comm->failed);
+  if (res && failed)
+    return collie_error(comm, (collie_result_t)failed, "%s on rank %d could not create the new communicator: %s", fn,
+                        comm->rank, comm->fail_msg);
+  return res;
 }

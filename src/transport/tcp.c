@@ -311,7 +311,7 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
   while (expected > 0) {
     struct pollfd pfd = {st->listen_fd, POLLIN, 0};
     int64_t left = (deadline - collie_now_ns()) / 1000000;
-    if (left <= 0)
+    if (left <= 0 || collie_socket_abandoned())
       return collie_error(comm, COLLIE_ERR_TIMEOUT,
                           "rank %d timed out after %d ms waiting for %d TCP connections from higher ranks; "
                           "a peer may have died or cannot reach %s",
