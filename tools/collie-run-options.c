@@ -41,9 +41,10 @@ static void usage(FILE *f) {
           "SIGINT kills the ranks with SIGKILL. If collie-run itself is killed, so are the ranks.\n"
           "\n"
           "Exit status: 0 when every rank exits with 0; otherwise the status of the first rank\n"
-          "to fail (128+N when signal N killed it; of ranks found dead together, one killed by\n"
-          "a signal counts as the first); 124 after --timeout; 127 when PROGRAM cannot be\n"
-          "found; 2 for a usage error; 1 when collie-run itself cannot start the job.\n",
+          "to fail (128+N when signal N killed it; a rank killed by a signal up to 0.2 s after\n"
+          "another exited with an error counts as the first); 124 after --timeout; 127 when\n"
+          "PROGRAM cannot be found; 2 for a usage error; 1 when collie-run itself cannot start\n"
+          "the job.\n",
           CR_MAX_RANKS);
 }
 

@@ -24,6 +24,9 @@ struct supervisor {
   int sigints;
   int failed_rank; /* the first rank to fail, -1 while none has */
   int failed_code;
+  /* A rank that exited with an error, not yet judged the first failure (rank_exited) */
+  int tentative_rank, tentative_status;
+  int64_t settle_at;
   struct { int rank, status; } reaped[CR_MAX_RANKS]; /* one batch of exits (reap) */
 };
 
@@ -63,6 +66,19 @@ static void report_failure(const struct cr_rank *r, int rank, int status) {
   }
 }
 
+static int exit_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
+
+/* The job's first failure: reported, and the others get the grace to report theirs. */
+static void judge(struct supervisor *sv, int rank, int status, int64_t now) {
+  sv->failed_rank = rank;
+  sv->failed_code = exit_code(status);
+  sv->tentative_rank = -1;
+  sv->settle_at = NO_DEADLINE;
+  report_failure(&sv->job->ranks[rank], rank, status);
+  /* The library reports the failure on the surviving ranks; let them do so. */
+  if (sv->running > 0) sv->grace_at = now + seconds_to_ms(sv->job->opt->grace_s);
+}
+
 static void rank_exited(struct supervisor *sv, int rank, int status, int64_t now) {
   struct cr_rank *r = &sv->job->ranks[rank];
   r->running = false;
@@ -72,14 +88,19 @@ static void rank_exited(struct supervisor *sv, int rank, int status, int64_t now
    * group just gives ESRCH, so this cannot hit an unrelated process. */
   kill(-r->pid, SIGKILL);
 
-  int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
   /* After a timeout the ranks die because we killed them: not failures of their own. */
-  if (code == 0 || sv->failed_rank >= 0 || sv->timed_out) return;
-  sv->failed_rank = rank;
-  sv->failed_code = code;
-  report_failure(r, rank, status);
-  /* The library reports the failure on the surviving ranks; let them do so. */
-  if (sv->running > 0) sv->grace_at = now + seconds_to_ms(sv->job->opt->grace_s);
+  if (exit_code(status) == 0 || sv->failed_rank >= 0 || sv->timed_out) return;
+  /* A rank killed by a signal is taken as the cause. One that exits with an error may be
+   * reacting to another's death that the kernel has not finished yet: a killed process
+   * closes its sockets before it becomes a zombie, and its peers' library can fail and
+   * exit first. So such an exit waits CR_SETTLE_MS for a death by signal to blame. */
+  if (WIFSIGNALED(status)) {
+    judge(sv, rank, status, now);
+  } else if (sv->tentative_rank < 0) {
+    sv->tentative_rank = rank;
+    sv->tentative_status = status;
+    sv->settle_at = now + CR_SETTLE_MS;
+  }
 }
 
 /* Takes every exit that is ready before judging any: when several ranks have died since
@@ -125,6 +146,7 @@ static void handle_signals(struct supervisor *sv, int sigfd) {
 
 static void check_deadlines(struct supervisor *sv, int64_t now) {
   const struct cr_options *opt = sv->job->opt;
+  if (now >= sv->settle_at) judge(sv, sv->tentative_rank, sv->tentative_status, now);
   if (now >= sv->timeout_at) {
     sv->timeout_at = NO_DEADLINE;
     sv->grace_at = NO_DEADLINE; /* the timeout already covers the end of the grace */
@@ -148,6 +170,7 @@ static void check_deadlines(struct supervisor *sv, int64_t now) {
 
 static int poll_timeout(const struct supervisor *sv, int64_t now) {
   int64_t next = sv->timeout_at;
+  if (sv->settle_at < next) next = sv->settle_at;
   if (sv->grace_at < next) next = sv->grace_at;
   if (sv->kill_at < next) next = sv->kill_at;
   if (next == NO_DEADLINE) return -1;
@@ -173,7 +196,8 @@ int cr_supervise(struct cr_job *job, int sigfd) {
   const struct cr_options *opt = job->opt;
   struct supervisor sv = {
       .job = job, .nranks = opt->nranks, .running = opt->nranks, .timeout_at = NO_DEADLINE,
-      .grace_at = NO_DEADLINE, .kill_at = NO_DEADLINE, .failed_rank = -1,
+      .grace_at = NO_DEADLINE, .kill_at = NO_DEADLINE, .failed_rank = -1, .tentative_rank = -1,
+      .settle_at = NO_DEADLINE,
   };
   if (opt->timeout_s > 0) sv.timeout_at = now_ms() + seconds_to_ms(opt->timeout_s);
 
@@ -210,6 +234,7 @@ int cr_supervise(struct cr_job *job, int sigfd) {
     cr_stream_drain(&job->ranks[i].out, i);
     cr_stream_drain(&job->ranks[i].err, i);
   }
+  if (sv.tentative_rank >= 0 && !sv.timed_out) judge(&sv, sv.tentative_rank, sv.tentative_status, now_ms());
   if (sv.timed_out) return CR_EXIT_TIMEOUT;
   return sv.failed_rank >= 0 ? sv.failed_code : 0;
 }

@@ -19,6 +19,9 @@
 #define CR_MAX_RANKS 1024
 /* After SIGTERM, ranks get this long to exit before SIGKILL. */
 #define CR_KILL_DELAY_MS 2000
+/* How long a rank's error exit waits for another rank's death by signal to blame instead
+ * (collie-run-supervise.c): the killed process's peers can exit before it is reaped. */
+#define CR_SETTLE_MS 200
 #define CR_DEFAULT_GRACE_S 30.0
 /* Launcher failures (cannot create a socket, cannot fork) that are no rank's fault. */
 #define CR_EXIT_LAUNCHER 1
