@@ -97,6 +97,7 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
     res = collie_ctl_barrier(comm, err);
   }
   free(use_tcp);
+  if (res && comm->shm) collie_shm_unlink_peers(comm);
   if (res && err) return COLLIE_ERR_SYSTEM;
   return res;
 }

@@ -246,6 +246,14 @@ void collie_shm_unlink(collie_comm_t *comm) {
   }
 }
 
+void collie_shm_unlink_peers(collie_comm_t *comm) {
+  char name[96];
+  for (int li = 0; comm->local_ranks && li < comm->nlocal; li++) {
+    seg_name(comm, comm->local_ranks[li], name, sizeof(name));
+    shm_unlink(name); /* ENOENT for those already removed */
+  }
+}
+
 void collie_shm_destroy(collie_comm_t *comm) {
   collie_shm_state_t *st = comm->shm;
   if (!st) return;

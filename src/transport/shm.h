@@ -195,6 +195,10 @@ bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, col
 collie_result_t collie_shm_create(collie_comm_t *comm);
 collie_result_t collie_shm_connect(collie_comm_t *comm);
 void collie_shm_unlink(collie_comm_t *comm);
+/* After a failed creation: removes every local rank's segment name. A rank that died
+ * between creating its segment and its unlink cannot remove its own, and nobody will map
+ * them any more (the failure reaches every rank). */
+void collie_shm_unlink_peers(collie_comm_t *comm);
 void collie_shm_destroy(collie_comm_t *comm);
 
 /* The collective area of local rank `li` (NULL when the communicator has none), and its
