@@ -49,6 +49,7 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
   pthread_mutex_lock(&comm->err_lock);
   if (!atomic_load(&comm->failed)) {
     snprintf(comm->fail_msg, sizeof(comm->fail_msg), "%s", msg);
+    comm->fail_from_remote = from_remote;
     snprintf(comm->last_error, sizeof(comm->last_error), "%s", msg);
     atomic_store_explicit(&comm->failed, (int)res, memory_order_release);
     first = true;

@@ -82,6 +82,8 @@ struct collie_comm {
 
   _Atomic int failed;          /* collie_result_t of the first failure, 0 while healthy */
   char fail_msg[1024];         /* written once, before `failed` is published */
+  bool fail_from_remote;       /* the failure was another rank's, relayed (written with fail_msg) */
+  bool fail_explained;         /* this rank has logged what it was waiting on then (executor.c) */
   _Atomic int aborted;
   _Atomic int refs;            /* the user's handle + outstanding requests */
   _Atomic int destroyed;

@@ -330,6 +330,16 @@ static void retire_ops(collie_comm_t *comm) {
 
 void collie_fail_all_ops(collie_comm_t *comm) {
   collie_result_t res = (collie_result_t)atomic_load(&comm->failed);
+  /* Another rank's timeout ends every rank's operations, and its sentence names only the
+   * peer that rank waited on, which may itself have been waiting on another: each rank
+   * logs what it was waiting on, so that the chain leads to the rank that stopped. */
+  if (res == COLLIE_ERR_TIMEOUT && comm->fail_from_remote && comm->ops && !comm->fail_explained) {
+    char what[512];
+    comm->fail_explained = true;
+    collie_describe_wait(comm, what, sizeof(what));
+    COLLIE_WARN(COLLIE_SUB_COLL, comm->rank, "rank %d was itself in %s when another rank's timeout ended the "
+                "communicator", comm->rank, what);
+  }
   for (int p = 0; p < comm->nranks; p++) {
     comm->peers[p].sendq = comm->peers[p].sendq_tail = NULL;
     comm->peers[p].recvq = comm->peers[p].recvq_tail = NULL;
