@@ -146,7 +146,11 @@ static void handle_signals(struct supervisor *sv, int sigfd) {
 
 static void check_deadlines(struct supervisor *sv, int64_t now) {
   const struct cr_options *opt = sv->job->opt;
-  if (now >= sv->settle_at) judge(sv, sv->tentative_rank, sv->tentative_status, now);
+  if (now >= sv->settle_at) {
+    if (!sv->timed_out) judge(sv, sv->tentative_rank, sv->tentative_status, now);
+    sv->tentative_rank = -1; /* after a timeout the exits are ours, not failures (rank_exited) */
+    sv->settle_at = NO_DEADLINE;
+  }
   if (now >= sv->timeout_at) {
     sv->timeout_at = NO_DEADLINE;
     sv->grace_at = NO_DEADLINE; /* the timeout already covers the end of the grace */
