@@ -27,7 +27,6 @@ struct supervisor {
   /* A rank that exited with an error, not yet judged the first failure (rank_exited) */
   int tentative_rank, tentative_status;
   int64_t settle_at;
-  struct { int rank, status; } reaped[CR_MAX_RANKS]; /* one batch of exits (reap) */
 };
 
 static int64_t now_ms(void) {
@@ -103,26 +102,18 @@ static void rank_exited(struct supervisor *sv, int rank, int status, int64_t now
   }
 }
 
-/* Takes every exit that is ready before judging any: when several ranks have died since
- * the last look, the kernel hands them back lowest pid first, which says nothing about
- * who failed first. A rank killed by a signal is most likely the cause (the others then
- * exit with the library's error), so those are judged first. */
+/* Exits are judged in the order waitpid returns them (lowest pid first when several wait):
+ * the settle in rank_exited, not this order, decides whom to blame. */
 static void reap(struct supervisor *sv) {
   for (;;) {
-    int n = 0;
-    for (; n < sv->nranks; n++) {
-      pid_t pid = waitpid(-1, &sv->reaped[n].status, WNOHANG);
-      if (pid <= 0) break; /* 0: the others still run; -1 (ECHILD): none left */
-      sv->reaped[n].rank = -1;
-      for (int i = 0; i < sv->nranks; i++)
-        if (sv->job->ranks[i].running && sv->job->ranks[i].pid == pid) sv->reaped[n].rank = i;
-    }
-    if (n == 0) return;
-    const int64_t now = now_ms();
-    for (int pass = 0; pass < 2; pass++)
-      for (int k = 0; k < n; k++)
-        if (sv->reaped[k].rank >= 0 && (WIFSIGNALED(sv->reaped[k].status) != 0) == (pass == 0))
-          rank_exited(sv, sv->reaped[k].rank, sv->reaped[k].status, now);
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return; /* 0: the others still run; -1 (ECHILD): none left */
+    for (int i = 0; i < sv->nranks; i++)
+      if (sv->job->ranks[i].running && sv->job->ranks[i].pid == pid) {
+        rank_exited(sv, i, status, now_ms());
+        break;
+      }
   }
 }
 
@@ -146,15 +137,15 @@ static void handle_signals(struct supervisor *sv, int sigfd) {
 
 static void check_deadlines(struct supervisor *sv, int64_t now) {
   const struct cr_options *opt = sv->job->opt;
-  if (now >= sv->settle_at) {
-    if (!sv->timed_out) judge(sv, sv->tentative_rank, sv->tentative_status, now);
-    sv->tentative_rank = -1; /* after a timeout the exits are ours, not failures (rank_exited) */
-    sv->settle_at = NO_DEADLINE;
-  }
+  if (now >= sv->settle_at) judge(sv, sv->tentative_rank, sv->tentative_status, now);
   if (now >= sv->timeout_at) {
     sv->timeout_at = NO_DEADLINE;
     sv->grace_at = NO_DEADLINE; /* the timeout already covers the end of the grace */
     sv->timed_out = true;
+    /* from now on the exits are ours, not failures (rank_exited): an error exit still
+     * settling is dropped too */
+    sv->tentative_rank = -1;
+    sv->settle_at = NO_DEADLINE;
     fprintf(stderr, "collie-run: timeout after %g s; killing %d %s still running\n",
             opt->timeout_s, sv->running, sv->running == 1 ? "rank" : "ranks");
     terminate_running(sv, now);
@@ -238,7 +229,7 @@ int cr_supervise(struct cr_job *job, int sigfd) {
     cr_stream_drain(&job->ranks[i].out, i);
     cr_stream_drain(&job->ranks[i].err, i);
   }
-  if (sv.tentative_rank >= 0 && !sv.timed_out) judge(&sv, sv.tentative_rank, sv.tentative_status, now_ms());
+  if (sv.tentative_rank >= 0) judge(&sv, sv.tentative_rank, sv.tentative_status, now_ms());
   if (sv.timed_out) return CR_EXIT_TIMEOUT;
   return sv.failed_rank >= 0 ? sv.failed_code : 0;
 }
