@@ -46,7 +46,13 @@ typedef struct {
   tcp_sock_t s[];
 } tcp_peer_t;
 
-static bool striped(const tcp_peer_t *tp, uint64_t nbytes) { return tp->nsocks > 1 && nbytes >= tp->stripe_min; }
+/* A message is striped from the stripe threshold, and only when every socket's part gets
+ * 64 bytes or more: the boundaries are rounded down to 64 bytes (whole elements for the
+ * reductions), so that no part is empty (a message of 64 bytes on 8 sockets once hung,
+ * waiting for 7 parts that the sockets skipped). */
+static bool striped(const tcp_peer_t *tp, uint64_t nbytes) {
+  return tp->nsocks > 1 && nbytes >= tp->stripe_min && nbytes >= 64u * (uint64_t)tp->nsocks;
+}
 
 /* Part k of a message: [*b, *e). */
 static void part_range(const tcp_peer_t *tp, uint64_t nbytes, int k, uint64_t *b, uint64_t *e) {
@@ -60,18 +66,10 @@ static void part_range(const tcp_peer_t *tp, uint64_t nbytes, int k, uint64_t *b
   *e = k == tp->nsocks - 1 ? nbytes : ((nbytes / n) * (uint64_t)(k + 1)) & ~63ull;
 }
 
-/* The parts a transfer waits for: the non-empty ones. Rounding the boundaries down to 64
- * bytes empties some parts of a message shorter than 64 bytes a socket, and those
- * sockets skip it (a message of 64 bytes on 8 sockets hung, waiting for 7 empty parts). */
 static void init_parts(const tcp_peer_t *tp, collie_xfer_t *x) {
   if (x->tp_init) return;
   x->tp_init = 1;
-  x->parts_left = 1; /* part 0 carries the header, so it is never empty */
-  for (int k = 1; striped(tp, x->nbytes) && k < tp->nsocks; k++) {
-    uint64_t b, e;
-    part_range(tp, x->nbytes, k, &b, &e);
-    if (e > b) x->parts_left++;
-  }
+  x->parts_left = striped(tp, x->nbytes) ? (uint32_t)tp->nsocks : 1;
 }
 
 static collie_xfer_t *find(collie_xfer_t *q, uint64_t seq) {
