@@ -349,13 +349,14 @@ static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
  * away from the ranks that are writing them). */
 static bool done_known(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
   if (comm->native_done_seen >= want) return true;
-  if (!shm_all_reached(comm, op, COLLIE_SHM_DONE, want)) return false;
   uint64_t low = UINT64_MAX;
-  for (int r = 0; r < comm->nranks; r++) {
-    if (r == comm->rank) continue;
-    const uint64_t d = shm_counter(comm, r, COLLIE_SHM_DONE);
-    if (d < low) low = d;
-  }
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank) {
+      const uint64_t d = shm_counter(comm, r, COLLIE_SHM_DONE);
+      if (d < low) low = d;
+    }
+  /* short: shm_all_reached notes the laggard (for timeouts and the oversubscribed wait) */
+  if (low < want) return shm_all_reached(comm, op, COLLIE_SHM_DONE, want);
   comm->native_done_seen = low;
   return true;
 }
