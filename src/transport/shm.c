@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "algo/algo.h"
@@ -121,6 +122,61 @@ static void prefault_area(const collie_shm_state_t *st, void *seg) {
   for (int parity = 0; parity < 2; parity++) prepare(st, collie_shm_area_buf(a, parity, st->area_size), st->area_size, 4096);
 }
 
+static double mib(unsigned long long bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+/* posix_fallocate, again when a signal interrupts it; 0 or an errno value. */
+static int reserve_range(int fd, size_t off, size_t len) {
+  int e = 0;
+  if (len) {
+    do e = posix_fallocate(fd, (off_t)off, (off_t)len);
+    while (e == EINTR);
+  }
+  return e;
+}
+
+/* tmpfs gives a segment its pages when they are first written, and when /dev/shm is full
+ * (a container's default is 64 MiB) that write kills the process with SIGBUS, during
+ * creation or in the middle of a job. A segment that creation writes whole (st->prewrite)
+ * reserves those pages first, so that a full /dev/shm becomes a sentence: everything but
+ * the ring at the rank's own index, which no one uses. A larger segment is written only
+ * where pairs exchange (its rings grow with the square of the local ranks, and reserving
+ * them would cost that much memory up front), so it is only compared with the free
+ * space, and a shortfall is a warning. */
+static collie_result_t reserve_segment(collie_comm_t *comm, const collie_shm_state_t *st, int fd) {
+  size_t own_len = ring_bytes(st->nslots, st->slot_size);
+  size_t own_off = sizeof(collie_shm_seg_hdr_t) + (size_t)comm->local_rank * own_len;
+  size_t need = st->seg_bytes - own_len;
+  struct statvfs vfs;
+  bool known = fstatvfs(fd, &vfs) == 0;
+  unsigned long long host_need = (unsigned long long)need * (unsigned long long)comm->nlocal;
+  static const char remedy[] =
+      "enlarge /dev/shm (docker run --shm-size=1g or --ipc=host; Kubernetes: an emptyDir volume with medium "
+      "Memory on /dev/shm; elsewhere mount -o remount,size=... /dev/shm), lower COLLIE_SHM_NSLOTS or "
+      "COLLIE_SHM_SLOT_SIZE, or set COLLIE_TRANSPORT=tcp";
+  if (!st->prewrite) {
+    unsigned long long avail = known ? (unsigned long long)vfs.f_bavail * vfs.f_frsize : 0;
+    unsigned long long total = known ? (unsigned long long)vfs.f_blocks * vfs.f_frsize : 0;
+    if (known && avail < need)
+      COLLIE_WARN(COLLIE_SUB_TRANSPORT, comm->rank,
+                  "/dev/shm has %.1f MiB free of %.1f MiB, less than this rank's shared memory segment may use "
+                  "(%.1f MiB; %.1f MiB for the %d ranks of this host): a rank whose pages run out there is "
+                  "killed by SIGBUS. To avoid that, %s",
+                  mib(avail), mib(total), mib(need), mib(host_need), comm->nlocal, remedy);
+    return COLLIE_SUCCESS;
+  }
+  int e = reserve_range(fd, 0, own_off);
+  if (e == 0) e = reserve_range(fd, own_off + own_len, st->seg_bytes - own_off - own_len);
+  if (e == 0) return COLLIE_SUCCESS;
+  char where[96] = ""; /* the free space the other ranks' reservations left */
+  if (fstatvfs(fd, &vfs) == 0)
+    snprintf(where, sizeof(where), " (/dev/shm: %.1f MiB free of %.1f MiB)",
+             mib((unsigned long long)vfs.f_bavail * vfs.f_frsize), mib((unsigned long long)vfs.f_blocks * vfs.f_frsize));
+  return collie_error(comm, COLLIE_ERR_SYSTEM,
+                      "rank %d could not reserve %.1f MiB of shared memory for its segment %s: %s%s; the %d ranks "
+                      "of this host need about %.1f MiB there: %s",
+                      comm->rank, mib(need), st->name, strerror(e), where, comm->nlocal, mib(host_need), remedy);
+}
+
 static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len) {
   snprintf(buf, len, "/collie-%016llx-%d", (unsigned long long)comm->comm_hash, rank);
 }
@@ -162,6 +218,12 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
                         "rank %d could not size shared memory segment %s to %zu bytes: %s; /dev/shm may be "
                         "full",
                         comm->rank, st->name, st->seg_bytes, strerror(e));
+  }
+  collie_result_t reserved = reserve_segment(comm, st, fd);
+  if (reserved != COLLIE_SUCCESS) {
+    close(fd);
+    shm_unlink(st->name);
+    return reserved;
   }
   void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);

@@ -43,3 +43,7 @@ set_tests_properties(fault_kill_root_broadcast_shm fault_kill_receiver_broadcast
 # Ranks in different PID namespaces sharing /dev/shm: single copy turns itself off.
 add_test(NAME fault_single_copy_other_pid_namespace COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pidns_test.sh $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_single_copy_other_pid_namespace PROPERTIES TIMEOUT 150 LABELS fault)
+# A /dev/shm too small for the segments (a private tmpfs in a mount namespace): a sentence
+# with the remedies on every rank, not a SIGBUS; tcp and a large enough /dev/shm work.
+add_test(NAME fault_shm_full COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/shm_full_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
+set_tests_properties(fault_shm_full PROPERTIES TIMEOUT 240 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")

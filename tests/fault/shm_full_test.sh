@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A /dev/shm too small for the shared-memory segments (Docker's default is 64 MiB): creation
+# must fail on every rank with a sentence that says what to enlarge, not kill a rank with
+# SIGBUS; the remedy it names (COLLIE_TRANSPORT=tcp) and a /dev/shm just large enough must
+# work; a segment too large to reserve (past 16 MiB) must warn. Each case runs in a mount
+# namespace of its own with a private tmpfs on /dev/shm, so nothing outside is touched.
+#   shm_full_test.sh COLLIE_RUN COLL_CHECK
+set -u
+run=$1
+check=$2
+command -v unshare >/dev/null || { echo "FAIL: unshare (util-linux) is missing" >&2; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# case NAME SHM_SIZE RANKS [VAR=VALUE ...]: runs coll_check in a private /dev/shm of
+# SHM_SIZE; leaves the output in $dir/NAME.out, the exit status in $dir/NAME.rc and the
+# entries left in that /dev/shm in $dir/NAME.left.
+case_run() {
+  local name=$1 size=$2 n=$3
+  shift 3
+  timeout -s KILL 120 unshare --mount --propagation private env "$@" sh -c '
+    mount -t tmpfs -o size="$1" tmpfs /dev/shm || exit 99
+    "$2" --timeout 90 -n "$3" "$4" --coll allreduce,allgather,p2p --dtypes quick >"$5.out" 2>&1
+    echo $? >"$5.rc"
+    ls -A /dev/shm >"$5.left"' sh "$size" "$run" "$n" "$check" "$dir/$name"
+  [ -s "$dir/$name.rc" ] || fail "$name: no exit status (mount refused or killed)"
+  echo "== $name: /dev/shm $size, $n ranks, $*: exit $(cat "$dir/$name.rc")"
+  cat "$dir/$name.out"
+  [ -s "$dir/$name.left" ] && fail "$name: left in /dev/shm: $(cat "$dir/$name.left")"
+  return 0
+}
+
+# 4 ranks need about 4 x 3.5 MiB; 2 MiB is far too little.
+case_run small 2m 4 COLLIE_CONNECT_TIMEOUT=30
+[ "$(cat "$dir/small.rc")" != 0 ] || fail "small: the job succeeded in a 2 MiB /dev/shm"
+grep -q "Bus error\|signal 7" "$dir/small.out" && fail "small: a rank died of SIGBUS instead of failing creation"
+n=$(grep -c "could not reserve .* MiB of shared memory for its segment .*No space left on device.*COLLIE_TRANSPORT=tcp" "$dir/small.out")
+[ "$n" = 4 ] || fail "small: $n of 4 ranks named the full /dev/shm and the remedies"
+
+# The remedy the sentence names.
+case_run tcp 2m 4 COLLIE_TRANSPORT=tcp
+[ "$(cat "$dir/tcp.rc")" = 0 ] || fail "tcp: COLLIE_TRANSPORT=tcp failed in a 2 MiB /dev/shm"
+
+# Just large enough (14 MiB and a little): only the rings a rank uses are reserved.
+case_run enough 15m 4
+[ "$(cat "$dir/enough.rc")" = 0 ] || fail "enough: 4 ranks failed in a 15 MiB /dev/shm"
+grep -q "WARN" "$dir/enough.out" && fail "enough: unexpected warning"
+
+# 2 MiB slots make a 2-rank segment of 33 MiB, which is not reserved: a warning, and the
+# job (no process_vm_readv timing, whose 1 MiB messages would fill the rings) still runs.
+case_run large 12m 2 COLLIE_SHM_SLOT_SIZE=2M COLLIE_SHM_CMA=0
+[ "$(cat "$dir/large.rc")" = 0 ] || fail "large: the job failed"
+n=$(grep -c "WARN .*/dev/shm has .* MiB free .*killed by SIGBUS.*COLLIE_TRANSPORT=tcp" "$dir/large.out")
+[ "$n" = 2 ] || fail "large: $n of 2 ranks warned that /dev/shm may run out"
+echo "PASS: a full /dev/shm fails creation with the remedies on every rank; tcp and a large enough /dev/shm work"
