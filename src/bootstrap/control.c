@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,21 @@ static void reject_all(collie_comm_t *comm, const char *msg) {
       send_frame(comm->ctl->fds[r], COLLIE_CTL_REJECT, 0, msg, (uint32_t)strlen(msg), deadline_after_ms(1000));
 }
 
+/* Rank 0 gave up gathering: the ranks that joined wait for the card table, so they are
+ * told why instead of seeing the connection drop. */
+static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, const char *fmt, ...) {
+  fail_t ft = {code, 0, ""};
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ft.text, sizeof(ft.text), fmt, ap);
+  va_end(ap);
+  for (int r = 1; r < comm->nranks; r++)
+    if (comm->ctl->fds[r] >= 0) send_frame(comm->ctl->fds[r], COLLIE_CTL_FAIL, 0, &ft, sizeof(ft), deadline_after_ms(1000));
+  return collie_error(comm, code, "%s", ft.text);
+}
+
 static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
                                    int64_t deadline) {
   collie_control_t *c = comm->ctl;
@@ -101,7 +117,7 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
       size_t o = 0;
       for (int r = 1; r < comm->nranks && o < sizeof(missing) - 16; r++)
         if (c->fds[r] < 0) o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? ", " : "", r);
-      return collie_error(comm, COLLIE_ERR_TIMEOUT,
+      return fail_joined(comm, COLLIE_ERR_TIMEOUT,
                           "rank 0 timed out after %d ms waiting for %d of %d ranks to join (missing: %s); "
                           "check that they started, use the same unique id, and can reach this host "
                           "(COLLIE_CONNECT_TIMEOUT raises the limit)",
@@ -110,8 +126,15 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
     struct pollfd p = {listen_fd, POLLIN, 0};
     if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) <= 0) continue;
     struct sockaddr_storage from;
-    socklen_t flen = sizeof(from);
-    int fd = accept(listen_fd, (struct sockaddr *)&from, &flen);
+    int shortage;
+    int fd = collie_accept(listen_fd, &from, &shortage);
+    if (shortage) {
+      char advice[400];
+      return fail_joined(comm, COLLIE_ERR_SYSTEM,
+                         "rank 0 could not accept the connection of a rank joining the communicator (%d of %d "
+                         "joined): %s; %s",
+                         joined, comm->nranks, strerror(shortage), collie_fd_advice(shortage, advice, sizeof(advice)));
+    }
     if (fd < 0) continue;
     collie_socket_tune(fd);
     frame_t f;
@@ -181,6 +204,12 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   }
   int err = 0;
   int fd = collie_connect_retry(&id->root, deadline, &err);
+  if (fd < 0 && collie_errno_is_shortage(err)) {
+    char advice[400];
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not open a socket to reach rank 0 at %s: %s; %s",
+                        comm->rank, collie_addr_str(&id->root, a, sizeof(a)), strerror(err),
+                        collie_fd_advice(err, advice, sizeof(advice)));
+  }
   if (fd < 0)
     return collie_error(comm, fd == -2 ? COLLIE_ERR_TIMEOUT : COLLIE_ERR_SYSTEM,
                         "rank %d could not reach rank 0 at %s within %d ms: %s; check that rank 0 started, "
@@ -217,6 +246,14 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
                         "rank %d lost its connection to rank 0 at %s while joining: rank 0 died, dropped us "
                         "(wrong unique id?), or timed out",
                         comm->rank, collie_addr_str(&id->root, a, sizeof(a)));
+  if (f.type == COLLIE_CTL_FAIL && f.len == sizeof(fail_t)) {
+    fail_t *ft = pl;
+    ft->text[sizeof(ft->text) - 1] = 0;
+    res = collie_error(comm, ft->code ? (collie_result_t)ft->code : COLLIE_ERR_REMOTE,
+                       "rank %d could not join the communicator: %s", comm->rank, ft->text);
+    free(pl);
+    return res;
+  }
   if (f.type == COLLIE_CTL_REJECT) {
     res = collie_error(comm, COLLIE_ERR_INVALID_USAGE, "rank 0 refused rank %d: %s", comm->rank, (char *)pl);
     free(pl);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/comm.h"
@@ -208,6 +209,38 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
     usleep((useconds_t)((backoff_ms < left_ms ? backoff_ms : left_ms) * 1000));
     if (backoff_ms < 200) backoff_ms *= 2;
   }
+}
+
+bool collie_errno_is_shortage(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+int collie_accept(int listen_fd, struct sockaddr_storage *from, int *shortage) {
+  socklen_t flen = sizeof(*from);
+  int fd = accept(listen_fd, (struct sockaddr *)from, &flen);
+  *shortage = fd < 0 && collie_errno_is_shortage(errno) ? errno : 0;
+  return fd;
+}
+
+const char *collie_fd_advice(int err, char *buf, size_t len) {
+  if (err == ENFILE) {
+    snprintf(buf, len, "the system's table of open files is full: raise fs.file-max (sysctl) or close files");
+    return buf;
+  }
+  if (err != EMFILE) {
+    snprintf(buf, len, "the system is short of memory for sockets");
+    return buf;
+  }
+  struct rlimit rl;
+  char limit[64] = "a limited number of";
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    snprintf(limit, sizeof(limit), "at most %llu", (unsigned long long)rl.rlim_cur);
+  snprintf(buf, len,
+           "this process may have %s files open (ulimit -n), and a rank keeps a socket per rank for control "
+           "and COLLIE_TCP_NSOCKS per peer over TCP: raise the limit (ulimit -n 65536, systemd LimitNOFILE, "
+           "docker run --ulimit nofile=65536) or lower COLLIE_TCP_NSOCKS",
+           limit);
+  return buf;
 }
 
 static _Thread_local const _Atomic int *abandon_flag;

@@ -29,6 +29,17 @@ int collie_listen(struct sockaddr_storage *addr);
 /* Connects, retrying refused/unreachable attempts until deadline_ns. Returns fd or -1. */
 int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out);
 
+/* accept(2) for the loops that wait for connections. Returns the fd, or -1 with *shortage
+ * set to errno when the process or the system is out of descriptors or memory (EMFILE,
+ * ENFILE, ENOBUFS, ENOMEM): the connection then stays pending and keeps the listening
+ * socket readable, so a retry would spin until the deadline and blame the peers. Other
+ * failures (the connection vanished, a signal): -1 with *shortage 0, retry. */
+int collie_accept(int listen_fd, struct sockaddr_storage *from, int *shortage);
+/* Is err one of the shortages above? */
+bool collie_errno_is_shortage(int err);
+/* The end of a sentence for a shortage of descriptors: the limit and how to raise it. */
+const char *collie_fd_advice(int err, char *buf, size_t len);
+
 /* Blocking whole-buffer I/O with a deadline (poll based). 0 ok, -1 error/EOF (errno set,
  * ECONNRESET for EOF), -2 timeout. */
 int collie_send_all(int fd, const void *buf, size_t len, int64_t deadline_ns);

@@ -288,6 +288,12 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
     for (int k = 0; k < st->nsocks; k++) {
       int err = 0;
       int fd = collie_connect_retry(&comm->cards[p].data_addr, deadline, &err);
+      if (fd < 0 && collie_errno_is_shortage(err)) {
+        char advice[400];
+        return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not open socket %d of %d to %s: %s; %s",
+                            comm->rank, k + 1, st->nsocks, collie_peer_desc(comm, p, pd, sizeof(pd)), strerror(err),
+                            collie_fd_advice(err, advice, sizeof(advice)));
+      }
       if (fd < 0)
         return collie_error(comm, fd == -2 ? COLLIE_ERR_TIMEOUT : COLLIE_ERR_SYSTEM,
                             "rank %d could not connect to %s at %s: %s; check that the address is reachable "
@@ -317,8 +323,14 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
                           collie_addr_str(&st->addr, a, sizeof(a)));
     if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) <= 0) continue;
     struct sockaddr_storage from;
-    socklen_t flen = sizeof(from);
-    int fd = accept(st->listen_fd, (struct sockaddr *)&from, &flen);
+    int shortage;
+    int fd = collie_accept(st->listen_fd, &from, &shortage);
+    if (shortage) {
+      char advice[400];
+      return collie_error(comm, COLLIE_ERR_SYSTEM,
+                          "rank %d could not accept a TCP connection from a higher rank (%d still to come): %s; %s",
+                          comm->rank, expected, strerror(shortage), collie_fd_advice(shortage, advice, sizeof(advice)));
+    }
     if (fd < 0) continue;
     hello_t h;
     int64_t hdl = collie_now_ns() + 2000000000LL;

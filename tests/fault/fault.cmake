@@ -47,3 +47,8 @@ set_tests_properties(fault_single_copy_other_pid_namespace PROPERTIES TIMEOUT 15
 # with the remedies on every rank, not a SIGBUS; tcp and a large enough /dev/shm work.
 add_test(NAME fault_shm_full COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/shm_full_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_shm_full PROPERTIES TIMEOUT 240 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Too few open files allowed (ulimit -n) for 8 ranks over TCP: the rank that runs out names
+# the limit and how to raise it, instead of spinning on a pending connection until the
+# connect timeout.
+add_test(NAME fault_fd_limit COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fd_limit_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:all_reduce_perf>)
+set_tests_properties(fault_fd_limit PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
