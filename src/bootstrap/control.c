@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "bootstrap/fork_guard.h"
 #include "bootstrap/socket.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -149,7 +150,7 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
       COLLIE_WARN(COLLIE_SUB_BOOTSTRAP, 0, "dropped a connection from %s to the bootstrap port: %s",
                   collie_addr_str(&from, a, sizeof(a)), why);
       free(pl);
-      close(fd);
+      collie_socket_close(fd);
       continue;
     }
     char msg[512];
@@ -169,7 +170,7 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
                comm->cards[h->card.rank].pid, h->card.pid);
     if (msg[0]) {
       send_frame(fd, COLLIE_CTL_REJECT, 0, msg, (uint32_t)strlen(msg), deadline_after_ms(1000));
-      close(fd);
+      collie_socket_close(fd);
       free(pl);
       reject_all(comm, msg);
       return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s", msg);
@@ -448,11 +449,11 @@ static void *watchdog_main(void *arg) {
         if (comm->rank == 0) {
           for (int r = 1; r < n; r++)
             if (c->fds[r] == p[i].fd) {
-              close(c->fds[r]);
+              collie_socket_close(c->fds[r]);
               c->fds[r] = -1;
             }
         } else {
-          close(c->root_fd);
+          collie_socket_close(c->root_fd);
           c->root_fd = -1;
         }
       }
@@ -512,10 +513,10 @@ void collie_ctl_close(collie_comm_t *comm) {
     pthread_join(c->watchdog, NULL);
   }
   if (c->wake_fd >= 0) close(c->wake_fd);
-  if (c->root_fd >= 0) close(c->root_fd);
+  if (c->root_fd >= 0) collie_socket_close(c->root_fd);
   if (c->fds)
     for (int r = 0; r < comm->nranks; r++)
-      if (c->fds[r] >= 0) close(c->fds[r]);
+      if (c->fds[r] >= 0) collie_socket_close(c->fds[r]);
   free(c->fds);
   free(c->said_bye);
   pthread_mutex_destroy(&c->send_lock);

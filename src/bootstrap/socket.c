@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "bootstrap/fork_guard.h"
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "core/params.h"
@@ -196,6 +197,7 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
     }
     if (connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr)) == 0) {
       collie_socket_tune(fd);
+      collie_fork_guard_add(fd);
       return fd;
     }
     *err_out = errno;
@@ -219,6 +221,7 @@ int collie_accept(int listen_fd, struct sockaddr_storage *from, int *shortage) {
   socklen_t flen = sizeof(*from);
   int fd = accept(listen_fd, (struct sockaddr *)from, &flen);
   *shortage = fd < 0 && collie_errno_is_shortage(errno) ? errno : 0;
+  collie_fork_guard_add(fd);
   return fd;
 }
 

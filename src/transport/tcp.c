@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "bootstrap/fork_guard.h"
 #include "bootstrap/socket.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -221,7 +222,7 @@ static void tcp_close(collie_comm_t *comm, collie_peer_t *peer) {
   tcp_peer_t *tp = peer->tp_state;
   if (!tp) return;
   for (int k = 0; k < tp->nsocks; k++) {
-    if (tp->s[k].fd >= 0) close(tp->s[k].fd);
+    if (tp->s[k].fd >= 0) collie_socket_close(tp->s[k].fd);
     free(tp->s[k].bounce);
   }
   free(tp);
@@ -302,7 +303,7 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
                             collie_addr_str(&comm->cards[p].data_addr, a, sizeof(a)), strerror(err));
       hello_t h = {HELLO_MAGIC, COLLIE_VERSION_CODE, comm->comm_hash, comm->rank, k, st->nsocks, 0, st->stripe_min};
       if (collie_send_all(fd, &h, sizeof(h), deadline) != 0) {
-        close(fd);
+        collie_socket_close(fd);
         return collie_error(comm, COLLIE_ERR_REMOTE, "rank %d could not greet %s over TCP: %s", comm->rank,
                             collie_peer_desc(comm, p, pd, sizeof(pd)), strerror(errno));
       }
@@ -341,13 +342,13 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
                   "dropped a connection from %s to the transport port: it did not greet as a rank of this "
                   "communicator",
                   collie_addr_str(&from, a, sizeof(a)));
-      close(fd);
+      collie_socket_close(fd);
       continue;
     }
     tcp_peer_t *tp = peer_state(comm, h.rank, st->nsocks, h.stripe_min);
     if (!tp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
     if (tp->s[h.sock_idx].fd >= 0) {
-      close(fd);
+      collie_socket_close(fd);
       continue;
     }
     collie_result_t res = adopt(comm, tp, h.sock_idx, fd);

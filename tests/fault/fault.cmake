@@ -52,3 +52,9 @@ set_tests_properties(fault_shm_full PROPERTIES TIMEOUT 240 LABELS fault ENVIRONM
 # connect timeout.
 add_test(NAME fault_fd_limit COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fd_limit_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:all_reduce_perf>)
 set_tests_properties(fault_fd_limit PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# The victim has forked a child that lives on with copies of its sockets (a data-loader
+# worker): its death must still be seen at once, not after COLLIE_EXEC_TIMEOUT.
+foreach(tr shm tcp)
+  add_test(NAME fault_kill_forked_rank1_of3_${tr} COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 3 1 ${tr} ring forked)
+  set_tests_properties(fault_kill_forked_rank1_of3_${tr} PROPERTIES TIMEOUT 90 LABELS fault)
+endforeach()

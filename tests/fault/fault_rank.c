@@ -3,7 +3,10 @@
  *   fault_rank loop VICTIM [allreduce|broadcast]
  *                                       exchange (or all-reduce, or broadcast from rank 0) 1 MiB
  *                                       until an error; pass if the error is COLLIE_ERR_REMOTE
- *                                       and its sentence names "rank VICTIM"
+ *                                       and its sentence names "rank VICTIM". With
+ *                                       FAULT_FORK_CHILD=FILE in its environment the victim
+ *                                       first forks a child that writes its pid to FILE and
+ *                                       sleeps 30 s (as a data-loader worker would live on)
  *   fault_rank exec-timeout             rank 0 waits for a message rank 1 never sends
  *   fault_rank test-timeout             the same, rank 0 polling collie_test (which leaves
  *                                       progress to a progress thread when there is one)
@@ -48,6 +51,20 @@ static int loop(int victim, int mode) {
   collie_comm_size(comm, &n);
   size_t count = 1 << 18;
   float *a = calloc(count, sizeof(float)), *b = calloc(count, sizeof(float));
+  const char *child_pid_file = getenv("FAULT_FORK_CHILD");
+  if (child_pid_file && rank == victim) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      FILE *f = fopen(child_pid_file, "w");
+      if (f) {
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+      }
+      sleep(30);
+      _exit(0);
+    }
+  }
   printf("rank %d ready\n", rank);
   fflush(stdout);
   double t_err = 0;

@@ -2,7 +2,9 @@
 # Failure scenarios with ranks started by hand (COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR),
 # judged from outside: a killed peer, timeouts, a stranger on the bootstrap port.
 #
-#   fault_test.sh BIN kill NRANKS VICTIM shm|tcp ring|allreduce|broadcast
+#   fault_test.sh BIN kill NRANKS VICTIM shm|tcp ring|allreduce|broadcast [forked]
+#     forked: the victim first forks a child that outlives it, holding copies of its
+#     descriptors (as a data-loader worker does)
 #   fault_test.sh BIN exec-timeout | test-timeout | connect-timeout | junk | slow-destroy
 set -u
 bin=$1
@@ -12,6 +14,7 @@ dir=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  [ -s "$dir/child.pid" ] && kill -9 "$(cat "$dir/child.pid")" 2>/dev/null
   wait 2>/dev/null
   rm -rf "$dir"
 }
@@ -59,8 +62,9 @@ run_pair() { # scenario, what a pass means
 
 case $scenario in
 kill)
-  n=$1 victim=$2 transport=$3 mode=$4
+  n=$1 victim=$2 transport=$3 mode=$4 forked=${5:-}
   [ "$transport" = tcp ] && export COLLIE_TRANSPORT=tcp
+  [ "$forked" = forked ] && export FAULT_FORK_CHILD=$dir/child.pid
   for ((r = 0; r < n; r++)); do start_rank $r $n loop "$victim" "$mode"; done
   for _ in $(seq 300); do
     ready=$(cat "$dir"/*.out 2>/dev/null | grep -c ready)
@@ -68,6 +72,9 @@ kill)
     sleep 0.1
   done
   [ "$ready" -eq "$n" ] || die "only $ready of $n ranks became ready"
+  if [ "$forked" = forked ]; then
+    [ -s "$dir/child.pid" ] && kill -0 "$(cat "$dir/child.pid")" || die "the victim's child is not running"
+  fi
   sleep 0.5
   kill -9 "${pids[$victim]}"
   killed_at=$(date +%s.%N)
