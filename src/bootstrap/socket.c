@@ -185,15 +185,32 @@ int collie_set_nonblocking(int fd, bool nb) {
   return fcntl(fd, F_SETFL, nb ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
 }
 
+static int wait_fd(int fd, short ev, int64_t deadline_ns);
+
 int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out) {
   int64_t backoff_ms = 5;
+  *err_out = 0;
   for (;;) {
     int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       *err_out = errno;
       return -1;
     }
-    if (connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr)) == 0) {
+    /* Nonblocking, so that the deadline bounds each attempt: a blocking connect to an
+     * address whose packets are dropped (a firewall, a route into a black hole) waits out
+     * the kernel's SYN retries, over two minutes, whatever COLLIE_CONNECT_TIMEOUT says. */
+    int rc = collie_set_nonblocking(fd, true);
+    if (rc == 0) rc = connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr));
+    if (rc != 0 && errno == EINPROGRESS) {
+      int w = wait_fd(fd, POLLOUT, deadline_ns);
+      int so = 0;
+      socklen_t sl = sizeof(so);
+      if (w == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) == 0) rc = so ? -1 : 0;
+      /* An attempt cut short by the deadline reports the previous attempt's error, if
+       * any ("refused" says more than "timed out"). */
+      errno = w == -2 ? (*err_out ? *err_out : ETIMEDOUT) : w == 0 ? so : errno;
+    }
+    if (rc == 0 && collie_set_nonblocking(fd, false) == 0) {
       collie_socket_tune(fd);
       return fd;
     }
