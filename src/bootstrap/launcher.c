@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,11 @@ static int env_int(const char *name, int *out) {
   return 0;
 }
 
-/* A string that every rank of this job shares and no other job has. */
-static void job_key(char *buf, size_t len) {
+/* A string that every rank of this job shares and no other job has. across_hosts: the
+ * ranks meet at COLLIE_ROOT_ADDR and may run on several hosts, so the key may not depend
+ * on the host (it seeds the communicator's secret, and a rank with another secret is
+ * turned away). */
+static void job_key(char *buf, size_t len, bool across_hosts) {
   const char *v;
   if ((v = getenv("COLLIE_JOB_ID")) && *v) snprintf(buf, len, "c-%s", v);
   else if ((v = getenv("PMIX_NAMESPACE")) && *v) snprintf(buf, len, "ompi-%s", v);
@@ -54,8 +58,10 @@ static void job_key(char *buf, size_t len) {
   else if ((v = getenv("SLURM_JOB_ID")) && *v)
     snprintf(buf, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
   else if (getenv("PMI_FD") || getenv("PMI_PORT"))
-    /* MPICH's hydra starts every rank of a host from one proxy: its pid names the job. */
-    snprintf(buf, len, "hydra-%d", (int)getppid());
+    /* MPICH's hydra starts every rank of a host from one proxy: its pid names the job on
+     * one host. Each host has its own proxy, so across hosts the root address alone names
+     * the job (with the pid, ranks of other hosts were refused as strangers). */
+    snprintf(buf, len, across_hosts ? "hydra" : "hydra-%d", (int)getppid());
   else if ((v = getenv("TORCHELASTIC_RUN_ID")) && *v) snprintf(buf, len, "torch-%s", v);
   else buf[0] = 0;
   for (char *p = buf; *p; p++)
@@ -162,9 +168,6 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
     return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
                         "collie_comm_init_env found no launcher environment: start the program with collie-run, "
                         "mpirun, mpiexec or srun, or set COLLIE_RANK and COLLIE_NRANKS (and COLLIE_ROOT_ADDR)");
-  char key[256];
-  job_key(key, sizeof(key));
-  COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank, "launched by %s as rank %d of %d (job key '%s')", l->name, rank, size, key);
   const char *addr = collie_param_str(COLLIE_P_ROOT_ADDR);
   char master[300];
   if (!addr && getenv("MASTER_ADDR") && getenv("MASTER_PORT")) {
@@ -172,6 +175,9 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
     snprintf(master, sizeof(master), strchr(h, ':') ? "[%s]:%s" : "%s:%s", h, getenv("MASTER_PORT"));
     addr = master;
   }
+  char key[256];
+  job_key(key, sizeof(key), addr != NULL);
+  COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank, "launched by %s as rank %d of %d (job key '%s')", l->name, rank, size, key);
   if (addr) return init_with_addr(comm, rank, size, addr, key);
   if (size == 1) {
     collie_unique_id_t id;
