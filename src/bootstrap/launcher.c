@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -77,6 +78,16 @@ static void secret_from(const char *a, const char *b, uint8_t out[16]) {
   memcpy(out + 8, &h2, 8);
 }
 
+/* Is addr ("host:port") a host name, other than localhost, that resolved to loopback? */
+static bool named_loopback(const char *addr, const struct sockaddr_storage *resolved) {
+  const char *colon = strrchr(addr, ':');
+  if (!collie_addr_is_loopback(resolved) || addr[0] == '[' || !colon) return false;
+  char host[256];
+  struct in_addr a4;
+  snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+  return inet_pton(AF_INET, host, &a4) != 1 && strcasecmp(host, "localhost") != 0;
+}
+
 static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, const char *addr, const char *key) {
   collie_id_info_t info = {0};
   char err[256];
@@ -95,6 +106,22 @@ static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, 
     socklen_t tl = sizeof(type);
     if (getsockopt(inherited, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM) fd = inherited;
     if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  if (rank == 0 && fd < 0 && size > 1 && named_loopback(addr, &info.root)) {
+    /* The root's name resolves to loopback here (Debian's /etc/hosts maps a host's own name
+     * to 127.0.1.1) while the other hosts resolve it to this host's real address: listen on
+     * every address, or they are refused until COLLIE_CONNECT_TIMEOUT. */
+    struct sockaddr_storage any;
+    memset(&any, 0, sizeof(any));
+    any.ss_family = info.root.ss_family;
+    collie_addr_set_port(&any, collie_addr_port(&info.root));
+    fd = collie_listen_exact(&any);
+    char as[80];
+    COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, 0, "the root address %s resolves to %s on this host: listening on every address",
+                addr, collie_addr_str(&info.root, as, sizeof(as)));
+    if (fd < 0)
+      return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_env on rank 0 could not listen on port %u: %s",
+                          collie_addr_port(&info.root), strerror(errno));
   }
   return collie_comm_init_internal(comm, size, id, rank, NULL, fd);
 }

@@ -90,6 +90,21 @@ const char *collie_addr_str(const struct sockaddr_storage *a, char *buf, size_t 
   return buf;
 }
 
+bool collie_addr_is_loopback(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
+  return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+}
+
+bool collie_addr_is_local(const struct sockaddr_storage *a) {
+  int fd = socket(a->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true; /* cannot tell: assume so, as before */
+  struct sockaddr_storage b = *a;
+  collie_addr_set_port(&b, 0);
+  bool local = bind(fd, (struct sockaddr *)&b, collie_addr_len(&b)) == 0 || errno != EADDRNOTAVAIL;
+  close(fd);
+  return local;
+}
+
 bool collie_ifname_match(const char *filter, const char *name) {
   if (!filter || !*filter) return true;
   bool exclude = false, exact = false;
