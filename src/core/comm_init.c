@@ -81,14 +81,15 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   comm->peers[comm->rank].tp = &collie_transport_self;
 
   const char *err = NULL;
+  collie_result_t own = COLLIE_SUCCESS; /* this rank's own failure, whose code it returns */
   if (comm->nlocal > 1) {
-    res = collie_shm_create(comm);
+    res = own = collie_shm_create(comm);
     if (res) err = comm->last_error;
   }
   res = collie_ctl_barrier(comm, err);
   if (!res) {
     if (comm->nlocal > 1) {
-      res = collie_shm_connect(comm);
+      res = own = collie_shm_connect(comm);
       err = res ? comm->last_error : NULL;
     }
     /* Every rank takes part in every barrier, a rank alone on its host too: the barriers
@@ -103,13 +104,15 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   if (comm->shm) collie_shm_unlink(comm); /* everyone mapped it (or we give up): nothing stays */
   if (!res) {
     for (int r = 0; r < comm->nranks; r++) use_tcp[r] = !comm->peers[r].tp;
-    res = collie_tcp_connect(comm, use_tcp);
+    res = own = collie_tcp_connect(comm, use_tcp);
     err = res ? comm->last_error : NULL;
     res = collie_ctl_barrier(comm, err);
   }
   free(use_tcp);
   if (res && comm->shm) collie_shm_unlink_peers(comm);
-  if (res && err) return COLLIE_ERR_SYSTEM;
+  /* Its own failure keeps its code: a connect timeout is COLLIE_ERR_TIMEOUT, as its
+   * sentence says (it was reported as COLLIE_ERR_SYSTEM, "system call failed"). */
+  if (res && err) return own ? own : COLLIE_ERR_SYSTEM;
   return res;
 }
 
