@@ -153,9 +153,17 @@ int collie_pick_local_addr(struct sockaddr_storage *out, char *err, size_t errle
     }
     if (filter) break;
   }
+  if (found < 0) { /* name what there is, so that the user can pick */
+    char names[160] = "";
+    size_t o = 0;
+    for (struct ifaddrs *i = ifs; i && o < sizeof(names) - 20; i = i->ifa_next)
+      if (i->ifa_addr && (i->ifa_flags & IFF_UP) &&
+          (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6) && !strstr(names, i->ifa_name))
+        o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "", i->ifa_name);
+    snprintf(err, errlen, "no network interface that is up matches COLLIE_SOCKET_IFNAME='%s' (this host has: %s)",
+             filter ? filter : "", names[0] ? names : "none");
+  }
   freeifaddrs(ifs);
-  if (found < 0)
-    snprintf(err, errlen, "no network interface matches COLLIE_SOCKET_IFNAME='%s'", filter ? filter : "");
   return found;
 }
 
