@@ -8,9 +8,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -45,8 +47,11 @@ static int env_int(const char *name, int *out) {
   return 0;
 }
 
-/* A string that every rank of this job shares and no other job has. */
-static void job_key(char *buf, size_t len) {
+/* A string that every rank of this job shares and no other job has. across_hosts: the
+ * ranks meet at COLLIE_ROOT_ADDR and may run on several hosts, so the key may not depend
+ * on the host (it seeds the communicator's secret, and a rank with another secret is
+ * turned away). */
+static void job_key(char *buf, size_t len, bool across_hosts) {
   const char *v;
   if ((v = getenv("COLLIE_JOB_ID")) && *v) snprintf(buf, len, "c-%s", v);
   else if ((v = getenv("PMIX_NAMESPACE")) && *v) snprintf(buf, len, "ompi-%s", v);
@@ -54,8 +59,10 @@ static void job_key(char *buf, size_t len) {
   else if ((v = getenv("SLURM_JOB_ID")) && *v)
     snprintf(buf, len, "slurm-%s.%s", v, getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "0");
   else if (getenv("PMI_FD") || getenv("PMI_PORT"))
-    /* MPICH's hydra starts every rank of a host from one proxy: its pid names the job. */
-    snprintf(buf, len, "hydra-%d", (int)getppid());
+    /* MPICH's hydra starts every rank of a host from one proxy: its pid names the job on
+     * one host. Each host has its own proxy, so across hosts the root address alone names
+     * the job (with the pid, ranks of other hosts were refused as strangers). */
+    snprintf(buf, len, across_hosts ? "hydra" : "hydra-%d", (int)getppid());
   else if ((v = getenv("TORCHELASTIC_RUN_ID")) && *v) snprintf(buf, len, "torch-%s", v);
   else buf[0] = 0;
   for (char *p = buf; *p; p++)
@@ -69,6 +76,16 @@ static void secret_from(const char *a, const char *b, uint8_t out[16]) {
   uint64_t h1 = collie_hash64(buf, (size_t)n, 1), h2 = collie_hash64(buf, (size_t)n, 2);
   memcpy(out, &h1, 8);
   memcpy(out + 8, &h2, 8);
+}
+
+/* Is addr ("host:port") a host name, other than localhost, that resolved to loopback? */
+static bool named_loopback(const char *addr, const struct sockaddr_storage *resolved) {
+  const char *colon = strrchr(addr, ':');
+  if (!collie_addr_is_loopback(resolved) || addr[0] == '[' || !colon) return false;
+  char host[256];
+  struct in_addr a4;
+  snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+  return inet_pton(AF_INET, host, &a4) != 1 && strcasecmp(host, "localhost") != 0;
 }
 
 static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, const char *addr, const char *key) {
@@ -89,6 +106,22 @@ static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, 
     socklen_t tl = sizeof(type);
     if (getsockopt(inherited, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM) fd = inherited;
     if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  if (rank == 0 && fd < 0 && size > 1 && named_loopback(addr, &info.root)) {
+    /* The root's name resolves to loopback here (Debian's /etc/hosts maps a host's own name
+     * to 127.0.1.1) while the other hosts resolve it to this host's real address: listen on
+     * every address, or they are refused until COLLIE_CONNECT_TIMEOUT. */
+    struct sockaddr_storage any;
+    memset(&any, 0, sizeof(any));
+    any.ss_family = info.root.ss_family;
+    collie_addr_set_port(&any, collie_addr_port(&info.root));
+    fd = collie_listen_exact(&any);
+    char as[80];
+    COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, 0, "the root address %s resolves to %s on this host: listening on every address",
+                addr, collie_addr_str(&info.root, as, sizeof(as)));
+    if (fd < 0)
+      return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_env on rank 0 could not listen on port %u: %s",
+                          collie_addr_port(&info.root), strerror(errno));
   }
   return collie_comm_init_internal(comm, size, id, rank, NULL, fd);
 }
@@ -162,9 +195,6 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
     return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
                         "collie_comm_init_env found no launcher environment: start the program with collie-run, "
                         "mpirun, mpiexec or srun, or set COLLIE_RANK and COLLIE_NRANKS (and COLLIE_ROOT_ADDR)");
-  char key[256];
-  job_key(key, sizeof(key));
-  COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank, "launched by %s as rank %d of %d (job key '%s')", l->name, rank, size, key);
   const char *addr = collie_param_str(COLLIE_P_ROOT_ADDR);
   char master[300];
   if (!addr && getenv("MASTER_ADDR") && getenv("MASTER_PORT")) {
@@ -172,6 +202,9 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
     snprintf(master, sizeof(master), strchr(h, ':') ? "[%s]:%s" : "%s:%s", h, getenv("MASTER_PORT"));
     addr = master;
   }
+  char key[256];
+  job_key(key, sizeof(key), addr != NULL);
+  COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank, "launched by %s as rank %d of %d (job key '%s')", l->name, rank, size, key);
   if (addr) return init_with_addr(comm, rank, size, addr, key);
   if (size == 1) {
     collie_unique_id_t id;

@@ -92,6 +92,21 @@ const char *collie_addr_str(const struct sockaddr_storage *a, char *buf, size_t 
   return buf;
 }
 
+bool collie_addr_is_loopback(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET6) return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
+  return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+}
+
+bool collie_addr_is_local(const struct sockaddr_storage *a) {
+  int fd = socket(a->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true; /* cannot tell: assume so, as before */
+  struct sockaddr_storage b = *a;
+  collie_addr_set_port(&b, 0);
+  bool local = bind(fd, (struct sockaddr *)&b, collie_addr_len(&b)) == 0 || errno != EADDRNOTAVAIL;
+  close(fd);
+  return local;
+}
+
 bool collie_ifname_match(const char *filter, const char *name) {
   if (!filter || !*filter) return true;
   bool exclude = false, exact = false;
@@ -140,9 +155,17 @@ int collie_pick_local_addr(struct sockaddr_storage *out, char *err, size_t errle
     }
     if (filter) break;
   }
+  if (found < 0) { /* name what there is, so that the user can pick */
+    char names[160] = "";
+    size_t o = 0;
+    for (struct ifaddrs *i = ifs; i && o < sizeof(names) - 20; i = i->ifa_next)
+      if (i->ifa_addr && (i->ifa_flags & IFF_UP) &&
+          (i->ifa_addr->sa_family == AF_INET || i->ifa_addr->sa_family == AF_INET6) && !strstr(names, i->ifa_name))
+        o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "", i->ifa_name);
+    snprintf(err, errlen, "no network interface that is up matches COLLIE_SOCKET_IFNAME='%s' (this host has: %s)",
+             filter ? filter : "", names[0] ? names : "none");
+  }
   freeifaddrs(ifs);
-  if (found < 0)
-    snprintf(err, errlen, "no network interface matches COLLIE_SOCKET_IFNAME='%s'", filter ? filter : "");
   return found;
 }
 
@@ -187,15 +210,32 @@ int collie_set_nonblocking(int fd, bool nb) {
   return fcntl(fd, F_SETFL, nb ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
 }
 
+static int wait_fd(int fd, short ev, int64_t deadline_ns);
+
 int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out) {
   int64_t backoff_ms = 5;
+  *err_out = 0;
   for (;;) {
     int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       *err_out = errno;
       return -1;
     }
-    if (connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr)) == 0) {
+    /* Nonblocking, so that the deadline bounds each attempt: a blocking connect to an
+     * address whose packets are dropped (a firewall, a route into a black hole) waits out
+     * the kernel's SYN retries, over two minutes, whatever COLLIE_CONNECT_TIMEOUT says. */
+    int rc = collie_set_nonblocking(fd, true);
+    if (rc == 0) rc = connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr));
+    if (rc != 0 && errno == EINPROGRESS) {
+      int w = wait_fd(fd, POLLOUT, deadline_ns);
+      int so = 0;
+      socklen_t sl = sizeof(so);
+      if (w == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) == 0) rc = so ? -1 : 0;
+      /* An attempt cut short by the deadline reports the previous attempt's error, if
+       * any ("refused" says more than "timed out"). */
+      errno = w == -2 ? (*err_out ? *err_out : ETIMEDOUT) : w == 0 ? so : errno;
+    }
+    if (rc == 0 && collie_set_nonblocking(fd, false) == 0) {
       collie_socket_tune(fd);
       collie_fork_guard_add(fd);
       return fd;

@@ -17,6 +17,11 @@ socklen_t collie_addr_len(const struct sockaddr_storage *a);
 uint16_t collie_addr_port(const struct sockaddr_storage *a);
 void collie_addr_set_port(struct sockaddr_storage *a, uint16_t port);
 
+/* Is a an address in 127.0.0.0/8 or ::1 (reachable from this host only)? */
+bool collie_addr_is_loopback(const struct sockaddr_storage *a);
+/* Is a one of this host's addresses (can a socket bind it)? */
+bool collie_addr_is_local(const struct sockaddr_storage *a);
+
 /* Does interface `name` pass the filter ("eth,ib", "^docker", "=eth0")? */
 bool collie_ifname_match(const char *filter, const char *name);
 /* The address to advertise: the first up interface passing COLLIE_SOCKET_IFNAME (default:

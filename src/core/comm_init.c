@@ -39,12 +39,23 @@ collie_result_t collie_get_unique_id(collie_unique_id_t *id) {
 }
 
 /* Where this rank accepts transport connections: the interface named by
- * COLLIE_SOCKET_IFNAME, else the address the route to the root uses. */
+ * COLLIE_SOCKET_IFNAME, else the address the route to the root uses (rank 0: the root
+ * address itself). Not when that address is loopback, which other hosts cannot reach:
+ * the root's host name can resolve to loopback on its own host (Debian's /etc/hosts maps
+ * it to 127.0.1.1), and then rank 0 and the ranks beside it advertised 127.x addresses to
+ * the other hosts, which failed to connect. Nor when it is not this host's (rank 0 behind
+ * NAT: collie_listen_exact listens on every address). Then the first non-loopback
+ * interface serves: the ranks of this host reach it as well as loopback. */
 static collie_result_t make_listener(collie_comm_t *comm, const struct sockaddr_storage *route_ip) {
   struct sockaddr_storage ip = *route_ip;
   char err[256];
-  if (collie_param_str(COLLIE_P_SOCKET_IFNAME) && collie_pick_local_addr(&ip, err, sizeof(err)) != 0)
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: %s", comm->rank, err);
+  if (collie_param_str(COLLIE_P_SOCKET_IFNAME)) {
+    if (collie_pick_local_addr(&ip, err, sizeof(err)) != 0)
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: %s", comm->rank, err);
+  } else if ((collie_addr_is_loopback(&ip) || !collie_addr_is_local(&ip)) &&
+             collie_pick_local_addr(&ip, err, sizeof(err)) != 0) {
+    ip = *route_ip;
+  }
   return collie_tcp_listen(comm, &ip);
 }
 
@@ -70,14 +81,15 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   comm->peers[comm->rank].tp = &collie_transport_self;
 
   const char *err = NULL;
+  collie_result_t own = COLLIE_SUCCESS; /* this rank's own failure, whose code it returns */
   if (comm->nlocal > 1) {
-    res = collie_shm_create(comm);
+    res = own = collie_shm_create(comm);
     if (res) err = comm->last_error;
   }
   res = collie_ctl_barrier(comm, err);
   if (!res) {
     if (comm->nlocal > 1) {
-      res = collie_shm_connect(comm);
+      res = own = collie_shm_connect(comm);
       err = res ? comm->last_error : NULL;
     }
     /* Every rank takes part in every barrier, a rank alone on its host too: the barriers
@@ -92,13 +104,15 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   if (comm->shm) collie_shm_unlink(comm); /* everyone mapped it (or we give up): nothing stays */
   if (!res) {
     for (int r = 0; r < comm->nranks; r++) use_tcp[r] = !comm->peers[r].tp;
-    res = collie_tcp_connect(comm, use_tcp);
+    res = own = collie_tcp_connect(comm, use_tcp);
     err = res ? comm->last_error : NULL;
     res = collie_ctl_barrier(comm, err);
   }
   free(use_tcp);
   if (res && comm->shm) collie_shm_unlink_peers(comm);
-  if (res && err) return COLLIE_ERR_SYSTEM;
+  /* Its own failure keeps its code: a connect timeout is COLLIE_ERR_TIMEOUT, as its
+   * sentence says (it was reported as COLLIE_ERR_SYSTEM, "system call failed"). */
+  if (res && err) return own ? own : COLLIE_ERR_SYSTEM;
   return res;
 }
 
@@ -249,9 +263,15 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   if (rank == 0 && listen_fd < 0) listen_fd = collie_id_listener_take(info.secret);
   if (rank == 0 && listen_fd < 0 && nranks > 1) {
     struct sockaddr_storage a = info.root;
+    char as[80];
+    if (!collie_addr_is_local(&a))
+      COLLIE_WARN(COLLIE_SUB_BOOTSTRAP, 0,
+                  "the root address %s (COLLIE_ROOT_ADDR, MASTER_ADDR or the unique id) is not an address "
+                  "of this host (%s); rank 0 listens on port %u of every address: right behind NAT, "
+                  "otherwise run rank 0 on the host it names (or create the unique id in rank 0's process)",
+                  collie_addr_str(&a, as, sizeof(as)), collie_hostname(), collie_addr_port(&a));
     listen_fd = collie_listen_exact(&a);
     if (listen_fd < 0) {
-      char as[80];
       res = collie_error(NULL, COLLIE_ERR_SYSTEM,
                          "rank 0 could not listen on %s from the unique id: %s; create the id in the process "
                          "of rank 0 or make sure that address is this host's",

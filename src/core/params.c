@@ -26,8 +26,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                             "ranks of one host."},
     [COLLIE_P_SOCKET_IFNAME] = {"COLLIE_SOCKET_IFNAME", COLLIE_PT_STRING, NULL,
                                 "Network interfaces to use: prefixes (eth,ib), ^ to exclude, = for exact "
-                                "names (NCCL's syntax). Default: the route to the root, else the first "
-                                "non-loopback interface."},
+                                "names (NCCL's syntax). Default: the address of the route to the root (rank 0: "
+                                "the root address), unless that is loopback or not this host's: then the "
+                                "first non-loopback interface."},
     [COLLIE_P_ROOT_ADDR] = {"COLLIE_ROOT_ADDR", COLLIE_PT_STRING, NULL,
                             "host:port where rank 0 listens for the others (collie_comm_init_env). "
                             "MASTER_ADDR/MASTER_PORT are read when unset."},

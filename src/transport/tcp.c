@@ -295,12 +295,18 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
                             comm->rank, k + 1, st->nsocks, collie_peer_desc(comm, p, pd, sizeof(pd)), strerror(err),
                             collie_fd_advice(err, advice, sizeof(advice)));
       }
+      /* A loopback address from another host: this one's own loopback answers, not the peer. */
+      const bool lo = collie_addr_is_loopback(&comm->cards[p].data_addr) &&
+                      strcmp(comm->cards[p].host_id, comm->cards[comm->rank].host_id) != 0;
       if (fd < 0)
         return collie_error(comm, fd == -2 ? COLLIE_ERR_TIMEOUT : COLLIE_ERR_SYSTEM,
-                            "rank %d could not connect to %s at %s: %s; check that the address is reachable "
-                            "from this host (COLLIE_SOCKET_IFNAME) and that no firewall blocks it",
-                            comm->rank, collie_peer_desc(comm, p, pd, sizeof(pd)),
-                            collie_addr_str(&comm->cards[p].data_addr, a, sizeof(a)), strerror(err));
+                            "rank %d could not connect to %s at %s: %s; %s", comm->rank,
+                            collie_peer_desc(comm, p, pd, sizeof(pd)),
+                            collie_addr_str(&comm->cards[p].data_addr, a, sizeof(a)), strerror(err),
+                            lo ? "that is a loopback address on another host: set COLLIE_SOCKET_IFNAME alike on "
+                                 "every rank to an interface the hosts share (not lo)"
+                               : "check that the address is reachable from this host (COLLIE_SOCKET_IFNAME) "
+                                 "and that no firewall blocks it");
       hello_t h = {HELLO_MAGIC, COLLIE_VERSION_CODE, comm->comm_hash, comm->rank, k, st->nsocks, 0, st->stripe_min};
       if (collie_send_all(fd, &h, sizeof(h), deadline) != 0) {
         collie_socket_close(fd);
@@ -319,9 +325,11 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
     if (left <= 0 || collie_socket_abandoned())
       return collie_error(comm, COLLIE_ERR_TIMEOUT,
                           "rank %d timed out after %d ms waiting for %d TCP connections from higher ranks; "
-                          "a peer may have died or cannot reach %s",
-                          comm->rank, comm->connect_timeout_ms, expected,
-                          collie_addr_str(&st->addr, a, sizeof(a)));
+                          "a peer may have died or cannot reach %s%s",
+                          comm->rank, comm->connect_timeout_ms, expected, collie_addr_str(&st->addr, a, sizeof(a)),
+                          collie_addr_is_loopback(&st->addr) ? " (a loopback address, which ranks on other hosts "
+                                                               "cannot reach: check COLLIE_SOCKET_IFNAME)"
+                                                             : "");
     if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) <= 0) continue;
     struct sockaddr_storage from;
     int shortage;

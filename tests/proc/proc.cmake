@@ -41,3 +41,10 @@ set_tests_properties(big_message_tcp PROPERTIES TIMEOUT 240 LABELS noasan RUN_SE
 # TCP between pairs, in one communicator.
 add_test(NAME p2p_two_hosts_4 COMMAND ${RUN} -n 4 --timeout 120 sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK / 2)) exec ${P2P}")
 set_tests_properties(p2p_two_hosts_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV}")
+
+# Two real hosts: network namespaces on a bridge, each with its own /dev/shm and
+# /etc/hosts; interface auto-selection (no COLLIE_SOCKET_IFNAME), a root name that is
+# loopback on its own host, and a black-holed root address. Needs root, ip and unshare:
+# fails (does not skip) without them.
+add_test(NAME netns_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns_hosts_test.sh $<TARGET_FILE:coll_check>)
+set_tests_properties(netns_two_hosts PROPERTIES TIMEOUT 90 LABELS fault)

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Two real "hosts" on this machine: network namespaces joined by veth pairs to a bridge (in
+# a third namespace), each with its own hostname, /etc/hosts and private /dev/shm (mount
+# namespace held by a sleeping process). Ranks 0 and 1 on hostA, rank 2 on hostB, started
+# by hand (COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR), without COLLIE_SOCKET_IFNAME.
+#   1. COLLIE_ROOT_ADDR=hostA:PORT, where hostA's /etc/hosts maps its own name to
+#      127.0.1.1 (as Debian does) and hostB's to hostA's bridge address: the interface
+#      auto-selection must advertise reachable addresses; coll_check must pass, with shared
+#      memory between ranks 0 and 1 and TCP to rank 2.
+#   2. A root address whose packets are dropped silently: the joining rank must give up
+#      within COLLIE_CONNECT_TIMEOUT (a blocking connect waited about 130 s).
+# Needs root, ip (iproute2) and unshare/nsenter (util-linux); fails, never skips, without.
+#   netns_hosts_test.sh COLL_CHECK
+set -u
+check=$1
+fail() { echo "FAIL: $*" >&2; exit 1; }
+for c in ip unshare nsenter timeout; do command -v $c >/dev/null || fail "$c is missing (iproute2, util-linux)"; done
+[ "$(id -u)" = 0 ] || fail "must run as root to create network namespaces"
+p=cnh$$ # names unique to this run
+dir=$(mktemp -d)
+holders=()
+cleanup() {
+  for h in "${holders[@]}"; do kill -9 "$h" 2>/dev/null; done
+  for ns in ${p}a ${p}b ${p}sw; do
+    ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del $ns 2>/dev/null
+  done
+  wait 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+net=10.231.77
+ip netns add ${p}sw || fail "ip netns add failed"
+ip -n ${p}sw link add br0 type bridge && ip -n ${p}sw link set br0 up || fail "cannot create the bridge"
+i=0
+for h in a b; do
+  i=$((i + 1))
+  ip netns add ${p}$h || fail "ip netns add ${p}$h failed"
+  ip link add eth0 netns ${p}$h type veth peer name p$h netns ${p}sw || fail "cannot create a veth pair"
+  ip -n ${p}sw link set p$h master br0 && ip -n ${p}sw link set p$h up &&
+    ip -n ${p}$h link set lo up && ip -n ${p}$h addr add $net.$i/24 dev eth0 && ip -n ${p}$h link set eth0 up ||
+    fail "cannot configure host $h"
+  if [ $h = a ]; then echo "127.0.1.1 hostA" >"$dir/hosts.$h"; else echo "$net.1 hostA" >"$dir/hosts.$h"; fi
+  printf '127.0.0.1 localhost\n%s hostB\n' $net.2 >>"$dir/hosts.$h"
+  ip netns exec ${p}$h unshare --mount --uts --propagation private sh -c \
+    "hostname host${h^^} && mount -t tmpfs tmpfs /dev/shm && mount --bind $dir/hosts.$h /etc/hosts && exec sleep 600" &
+  holders+=($!)
+  disown $! # no "Killed" notices at cleanup
+done
+for h in "${holders[@]}"; do
+  for _ in $(seq 100); do [ "$(cat /proc/$h/comm 2>/dev/null)" = sleep ] && break; sleep 0.05; done
+  [ "$(cat /proc/$h/comm 2>/dev/null)" = sleep ] || fail "the namespace holder $h did not start"
+done
+on() { local h=$1; shift; nsenter -t "$h" -m -n -u "$@"; }
+
+unset COLLIE_SOCKET_IFNAME COLLIE_HOST_ID COLLIE_TRANSPORT COLLIE_ROOT_ADDR MASTER_ADDR MASTER_PORT
+export COLLIE_NRANKS=3 COLLIE_CONNECT_TIMEOUT=20 COLLIE_EXEC_TIMEOUT=30 COLLIE_DEBUG=INFO COLLIE_DEBUG_SUBSYS=INIT \
+  COLLIE_ROOT_ADDR=hostA:29577
+args=(--dtypes quick --coll allreduce,allgather,broadcast,reduce_scatter,alltoall,p2p)
+start=$(date +%s)
+pids=()
+for r in 0 1 2; do
+  h=${holders[0]}
+  [ $r = 2 ] && h=${holders[1]}
+  COLLIE_RANK=$r timeout -s KILL 60 nsenter -t "$h" -m -n -u "$check" "${args[@]}" >"$dir/$r.out" 2>&1 &
+  pids+=($!)
+done
+bad=0
+for r in 0 1 2; do wait "${pids[$r]}" || bad=1; done
+for r in 0 1 2; do echo "--- rank $r"; grep -v "COLLIE INFO INIT \(local rank\|pipelining\|.* ranks on this host\)" "$dir/$r.out"; done
+[ $bad = 0 ] || fail "coll_check across two network namespaces failed (rank 0 root address hostA = 127.0.1.1 on hostA)"
+for r in 0 1 2; do grep -q "coll_check: rank $r: .* cases OK" "$dir/$r.out" || fail "rank $r results"; done
+grep -q "rank 0 of 3, 2 on this host; peers 0:self 1:shm 2:tcp" "$dir/0.out" || fail "rank 0 should use shm to rank 1, tcp to rank 2"
+grep -q "rank 2 of 3, 1 on this host; peers 0:tcp 1:tcp 2:self" "$dir/2.out" || fail "rank 2 should use tcp to ranks 0 and 1"
+echo "PASS: coll_check on 2+1 ranks across two network namespaces in $(($(date +%s) - start)) s"
+
+# Packets to the root vanish: hostB routes 10.231.78.0/24 through hostA, which does not forward.
+ip -n ${p}b route add 10.231.78.0/24 via $net.1 || fail "cannot add the black-hole route"
+ip netns exec ${p}a sh -c 'echo 0 > /proc/sys/net/ipv4/ip_forward' || fail "cannot turn forwarding off on hostA"
+start=$(date +%s)
+COLLIE_CONNECT_TIMEOUT=3 COLLIE_RANK=1 COLLIE_NRANKS=2 COLLIE_ROOT_ADDR=10.231.78.1:29577 \
+  timeout -s KILL 30 nsenter -t "${holders[1]}" -m -n -u "$check" --coll barrier >"$dir/bh.out" 2>&1
+rc=$?
+took=$(($(date +%s) - start))
+cat "$dir/bh.out"
+[ $rc != 0 ] && [ $rc != 137 ] || fail "joining a black-holed root ended with status $rc"
+[ $took -le 8 ] || fail "joining a black-holed root took $took s with COLLIE_CONNECT_TIMEOUT=3"
+grep -q "rank 1 could not reach rank 0 at 10.231.78.1:29577 within 3000 ms" "$dir/bh.out" || fail "no sentence naming the root"
+echo "PASS: a black-holed root address fails after $took s (COLLIE_CONNECT_TIMEOUT=3)"
