@@ -185,6 +185,24 @@ int collie_set_nonblocking(int fd, bool nb) {
   return fcntl(fd, F_SETFL, nb ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK));
 }
 
+static int wait_fd(int fd, short ev, int64_t deadline_ns);
+
+/* A signal handler installed without SA_RESTART (a profiler's SIGPROF, a timer's SIGALRM)
+ * makes a blocking connect return EINTR, but the handshake goes on in the kernel: failing
+ * there lost the join ("could not reach rank 0 ...: Interrupted system call"), and the
+ * listener accepted a connection that never greeted. Wait for the attempt's outcome
+ * instead: 0 once connected, else -1 with errno (ETIMEDOUT past the deadline). */
+static int connect_outcome(int fd, int64_t deadline_ns) {
+  int w = wait_fd(fd, POLLOUT, deadline_ns);
+  if (w == -2) errno = ETIMEDOUT;
+  if (w != 0) return -1;
+  int e = 0;
+  socklen_t el = sizeof(e);
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0) return -1;
+  errno = e;
+  return e ? -1 : 0;
+}
+
 int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out) {
   int64_t backoff_ms = 5;
   for (;;) {
@@ -193,7 +211,9 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
       *err_out = errno;
       return -1;
     }
-    if (connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr)) == 0) {
+    int rc = connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr));
+    if (rc != 0 && errno == EINTR) rc = connect_outcome(fd, deadline_ns);
+    if (rc == 0) {
       collie_socket_tune(fd);
       return fd;
     }
