@@ -223,10 +223,14 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
     }
     /* Nonblocking, so that the deadline bounds each attempt: a blocking connect to an
      * address whose packets are dropped (a firewall, a route into a black hole) waits out
-     * the kernel's SYN retries, over two minutes, whatever COLLIE_CONNECT_TIMEOUT says. */
+     * the kernel's SYN retries, over two minutes, whatever COLLIE_CONNECT_TIMEOUT says.
+     * The wait also covers a connect that a signal interrupts (a handler installed without
+     * SA_RESTART: a profiler's SIGPROF, a timer's SIGALRM): the handshake goes on in the
+     * kernel, and failing there lost the join ("could not reach rank 0 ...: Interrupted
+     * system call") while the listener accepted a connection that never greeted. */
     int rc = collie_set_nonblocking(fd, true);
     if (rc == 0) rc = connect(fd, (const struct sockaddr *)addr, collie_addr_len(addr));
-    if (rc != 0 && errno == EINPROGRESS) {
+    if (rc != 0 && (errno == EINPROGRESS || errno == EINTR)) {
       int w = wait_fd(fd, POLLOUT, deadline_ns);
       int so = 0;
       socklen_t sl = sizeof(so);

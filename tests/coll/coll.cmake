@@ -74,6 +74,18 @@ add_coll_test(coll_portable_kernels_3 300 "COLLIE_REDUCE_ISA=portable" ${COLL_RU
 # The background progress thread.
 add_coll_test(coll_progress_thread_3 300 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK})
 
+# Signals interrupting the library (coll_check --signal-storm: SIGALRM and SIGPROF every 20
+# to 500 us through handlers without SA_RESTART, as a profiler or a timer would): shared
+# memory with large counts, TCP, threads, and process_vm_readv with a progress thread. A
+# short --grace: a failing rank stops the job at once.
+add_coll_test(coll_signal_storm_shm_4 120 "" ${COLL_RUN} -n 4 --timeout 100 --grace 5 ${COLL_CHECK} --signal-storm
+              --dtypes quick --big)
+add_coll_test(coll_signal_storm_tcp_3 120 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n 3 --timeout 100 --grace 5 ${COLL_CHECK}
+              --signal-storm --dtypes quick)
+add_coll_test(coll_signal_storm_threads_3 120 "" ${COLL_CHECK} --threads 3 --signal-storm --dtypes quick)
+add_coll_test(coll_signal_storm_cma_progress_3 120 "COLLIE_SHM_CMA=2;COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n 3
+              --timeout 100 --grace 5 ${COLL_CHECK} --signal-storm --dtypes quick --big)
+
 # Every algorithm forced on 5 ranks (not a power of two), for the collectives that have it;
 # the others stay automatic. Small chunks so that moderate counts are pipelined too.
 set(COLL_ALGOS ring tree mesh rd hd bruck binomial chain scatter_allgather rs_gather pairwise linear dissemination shm)

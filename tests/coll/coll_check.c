@@ -2,7 +2,7 @@
  * against collie.h (API.md).
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
- *              [--register] [--mismatch] [--init-in-group] [--seed S] [-v]
+ *              [--register] [--mismatch] [--init-in-group] [--seed S] [--signal-storm] [-v]
  *
  * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
  * mpirun, mpiexec, srun, torchrun-style variables); with it, N ranks run as threads of this
@@ -38,15 +38,25 @@
  * counts); then a datatype mismatch on a second communicator; then a third, healthy
  * communicator must still work.
  *
+ * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
+ * before the communicator is created to the exit, through handlers installed without
+ * SA_RESTART, as a profiler or a timer would: any blocking call the library makes may
+ * return EINTR, and it must neither fail, nor lose data, nor hang.
+ *
  * Output: "coll_check: rank R: N cases OK", or the first mismatches with their full context
  * and a failure summary; the exit status is non-zero on any failure. */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coll_ref.h"
 #include "collie.h"
@@ -69,7 +79,9 @@ static struct {
   uint64_t seed;
   int verbose;
   int init_in_group; /* --init-in-group: the communicator is created inside a group */
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0};
+  int storm;         /* --signal-storm */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0};
+static atomic_ulong storm_signals; /* delivered so far (--signal-storm) */
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -858,7 +870,16 @@ static void run_barrier(ctx_t *x) {
       return;
     }
     double t0 = now_s();
-    if (x->rank == late[i]) nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+    /* The whole 200 ms even when signals (--signal-storm) cut the sleep short: to an
+     * absolute time, as a relative sleep restarted with what was left drifts, and under
+     * a storm on a loaded machine may never end. */
+    if (x->rank == late[i]) {
+      struct timespec until;
+      clock_gettime(CLOCK_MONOTONIC, &until);
+      until.tv_nsec += 200 * 1000 * 1000;
+      if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) continue;
+    }
     r = collie_barrier(x->comm);
     if (r) {
       api_failed(x, NULL, "barrier", r);
@@ -1207,9 +1228,34 @@ static int run_rank(collie_comm_t *comm) {
     return 1;
   }
   if (opt.verbose) say(&x, "%.2f s", now_s() - t_all);
-  printf("coll_check: rank %d: %ld cases OK\n", x.rank, x.cases);
+  if (opt.storm)
+    printf("coll_check: rank %d: %ld cases OK under a signal storm (%lu signals so far)\n", x.rank, x.cases,
+           atomic_load(&storm_signals));
+  else
+    printf("coll_check: rank %d: %ld cases OK\n", x.rank, x.cases);
   fflush(stdout);
   return 0;
+}
+
+static void storm_count(int sig) {
+  (void)sig;
+  atomic_fetch_add_explicit(&storm_signals, 1, memory_order_relaxed);
+}
+
+static void start_signal_storm(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = storm_count; /* sa_flags 0: no SA_RESTART, interrupted calls return EINTR */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  sigaction(SIGPROF, &sa, NULL);
+  srand((unsigned)getpid());
+  for (int k = 0; k < 2; k++) {
+    long us = 20 + rand() % 481;
+    struct itimerval it = {{0, us}, {0, us}};
+    setitimer(k ? ITIMER_PROF : ITIMER_REAL, &it, NULL);
+  }
+  opt.storm = 1;
 }
 
 static void *thread_main(void *arg) { return (void *)(intptr_t)run_rank((collie_comm_t *)arg); }
@@ -1217,7 +1263,7 @@ static void *thread_main(void *arg) { return (void *)(intptr_t)run_rank((collie_
 static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
-          "                  [--register] [--init-in-group] [--seed S] [-v]\n  NAME: all");
+          "                  [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
   exit(2);
@@ -1261,6 +1307,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--mismatch")) opt.mismatch = 1;
     else if (!strcmp(a, "--init-in-group")) opt.init_in_group = 1;
     else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(a, "--signal-storm")) start_signal_storm();
     else if (!strcmp(a, "-v")) opt.verbose++;
     else if (!strcmp(a, "-vv")) opt.verbose += 2;
     else usage();

@@ -19,6 +19,16 @@ add_test(NAME p2p_progress_thread_4 COMMAND ${RUN} -n 4 --timeout 120 ${P2P})
 set_tests_properties(p2p_progress_thread_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_PROGRESS_THREAD=1")
 set_tests_properties(p2p_threads_tcp_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
 
+# Signals interrupting the library: p2p_check --signal-storm fires SIGALRM and SIGPROF every
+# 20 to 500 us through handlers without SA_RESTART, as a profiler or a timer would, so any
+# blocking call may return EINTR (a rank's connect to rank 0 or to a TCP peer once failed
+# with "Interrupted system call"). A short --grace: a failing rank stops the job at once.
+add_test(NAME p2p_signal_storm_shm_4 COMMAND ${RUN} -n 4 --timeout 60 --grace 5 ${P2P} --signal-storm)
+add_test(NAME p2p_signal_storm_tcp_4 COMMAND ${RUN} -n 4 --timeout 60 --grace 5 ${P2P} --signal-storm)
+add_test(NAME p2p_signal_storm_threads_4 COMMAND ${P2P} --threads 4 --signal-storm)
+set_tests_properties(p2p_signal_storm_shm_4 p2p_signal_storm_threads_4 PROPERTIES TIMEOUT 90 ENVIRONMENT "${COLLIE_TEST_ENV}")
+set_tests_properties(p2p_signal_storm_tcp_4 PROPERTIES TIMEOUT 90 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
+
 find_program(OMPI_RUN mpirun.openmpi)
 find_program(MPICH_RUN mpiexec.mpich)
 if(NOT OMPI_RUN OR NOT MPICH_RUN)
