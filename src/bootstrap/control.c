@@ -270,6 +270,94 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   return COLLIE_SUCCESS;
 }
 
+bool collie_ctl_setup_failed(void *arg) {
+  collie_comm_t *comm = arg;
+  collie_control_t *c = comm->ctl;
+  if (comm->nranks == 1) return false;
+  if (comm->rank != 0) {
+    /* Between barriers rank 0 sends nothing but a failure, and its death closes the socket. */
+    struct pollfd p = {c->root_fd, POLLIN, 0};
+    return c->root_fd < 0 || poll(&p, 1, 0) > 0;
+  }
+  /* A rank done with this stage has sent its barrier frame already; look for a failure
+   * without taking it (the barrier reads it). */
+  for (int r = 1; r < comm->nranks; r++) {
+    struct pollfd p = {c->fds[r], POLLIN, 0};
+    if (c->fds[r] < 0) return true;
+    if (poll(&p, 1, 0) <= 0) continue;
+    frame_t f;
+    ssize_t n = recv(c->fds[r], &f, sizeof(f), MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    if (n == (ssize_t)sizeof(f) && f.type == COLLIE_CTL_FAIL) return true;
+  }
+  return false;
+}
+
+/* Rank 0's side of the barrier: every other rank's frame, in the order they come, so that
+ * a failure is passed on at once even while some ranks are still connecting (they give up
+ * when it arrives: collie_ctl_setup_failed). Fills failure, empty when all are fine. */
+static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char *failure, size_t flen,
+                                int64_t deadline) {
+  collie_control_t *c = comm->ctl;
+  int n = comm->nranks, heard = 1;
+  bool *got = calloc((size_t)n, sizeof(bool));
+  struct pollfd *p = calloc((size_t)n, sizeof(struct pollfd));
+  int *who = calloc((size_t)n, sizeof(int));
+  fail_t ft = {COLLIE_ERR_REMOTE, 0, ""};
+  bool told = false;
+  if (my_error) snprintf(failure, flen, "rank 0 failed while creating the communicator: %.900s", my_error);
+  if (!got || !p || !who) {
+    if (!failure[0]) snprintf(failure, flen, "rank 0 ran out of memory while creating the communicator");
+    heard = n;
+  }
+  while (heard < n) {
+    if (failure[0] && !told) { /* tell everyone now, then let the others' frames drain */
+      snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
+      for (int r = 1; r < n; r++) send_frame(c->fds[r], COLLIE_CTL_FAIL, 0, &ft, sizeof(ft), deadline);
+      told = true;
+      int64_t drain = deadline_after_ms(2000);
+      if (drain < deadline) deadline = drain;
+    }
+    int k = 0;
+    for (int r = 1; r < n; r++)
+      if (!got[r]) {
+        p[k] = (struct pollfd){c->fds[r], POLLIN, 0};
+        who[k++] = r;
+      }
+    int64_t left = (deadline - collie_now_ns()) / 1000000;
+    if (left <= 0) {
+      if (!failure[0]) snprintf(failure, flen, "rank %d did not answer in time while the communicator was being created", who[0]);
+      break;
+    }
+    int rc = poll(p, (nfds_t)k, (int)(left > 1000 ? 1000 : left));
+    if (rc < 0 && errno != EINTR) break;
+    for (int i = 0; rc > 0 && i < k; i++) {
+      if (!p[i].revents) continue;
+      int r = who[i];
+      frame_t f;
+      void *pl = NULL;
+      int got_frame = recv_frame(c->fds[r], &f, &pl, deadline);
+      got[r] = true;
+      heard++;
+      if (!failure[0] && got_frame != 0)
+        snprintf(failure, flen, "rank %d %s while the communicator was being created", r,
+                 got_frame == -2 ? "did not answer in time" : "closed its connection");
+      else if (!failure[0] && f.type == COLLIE_CTL_FAIL)
+        snprintf(failure, flen, "%s", ((fail_t *)pl)->text);
+      free(pl);
+    }
+  }
+  if (!told) {
+    snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
+    for (int r = 1; r < n; r++)
+      send_frame(c->fds[r], failure[0] ? COLLIE_CTL_FAIL : COLLIE_CTL_RELEASE, 0, &ft,
+                 failure[0] ? (uint32_t)sizeof(ft) : 0, deadline_after_ms(comm->connect_timeout_ms));
+  }
+  free(got);
+  free(p);
+  free(who);
+}
+
 collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   if (comm->nranks == 1) return my_error ? COLLIE_ERR_SYSTEM : COLLIE_SUCCESS;
   collie_control_t *c = comm->ctl;
@@ -278,22 +366,7 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   void *pl = NULL;
   char failure[1100] = "";
   if (comm->rank == 0) {
-    if (my_error) snprintf(failure, sizeof(failure), "rank 0 failed while creating the communicator: %.900s", my_error);
-    for (int r = 1; r < comm->nranks && !failure[0]; r++) {
-      int rc = recv_frame(c->fds[r], &f, &pl, deadline);
-      if (rc != 0)
-        snprintf(failure, sizeof(failure), "rank %d %s while the communicator was being created", r,
-                 rc == -2 ? "did not answer in time" : "closed its connection");
-      else if (f.type == COLLIE_CTL_FAIL)
-        snprintf(failure, sizeof(failure), "%s", ((fail_t *)pl)->text);
-      free(pl);
-      pl = NULL;
-    }
-    fail_t ft = {COLLIE_ERR_REMOTE, 0, ""};
-    snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
-    for (int r = 1; r < comm->nranks; r++)
-      send_frame(c->fds[r], failure[0] ? COLLIE_CTL_FAIL : COLLIE_CTL_RELEASE, 0, &ft,
-                 failure[0] ? (uint32_t)sizeof(ft) : 0, deadline);
+    root_gather_barrier(comm, my_error, failure, sizeof(failure), deadline);
   } else {
     if (my_error) {
       fail_t ft = {COLLIE_ERR_REMOTE, comm->rank, ""};

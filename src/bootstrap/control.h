@@ -48,6 +48,10 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
 /* A barrier over the control star, used only during set-up (before the watchdog runs).
  * A rank that failed during set-up calls it with `my_error` set to tell the others. */
 collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error);
+/* Between two barriers of creation: has a rank already failed this stage (its failure is
+ * waiting to be read at the barrier, or a connection closed)? For collie_socket_abandon_if,
+ * with the communicator as arg: the waits for other ranks' connections then give up. */
+bool collie_ctl_setup_failed(void *comm);
 
 collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm);
 /* Sends a failure notice (rank 0: to everyone; others: to rank 0, which relays). */

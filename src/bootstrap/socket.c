@@ -292,9 +292,19 @@ const char *collie_fd_advice(int err, char *buf, size_t len) {
 
 static _Thread_local const _Atomic int *abandon_flag;
 
+static _Thread_local bool (*abandon_fn)(void *);
+static _Thread_local void *abandon_arg;
+
 void collie_socket_abandon_when(const _Atomic int *flag) { abandon_flag = flag; }
 
-bool collie_socket_abandoned(void) { return abandon_flag && atomic_load(abandon_flag) != 0; }
+void collie_socket_abandon_if(bool (*fn)(void *arg), void *arg) {
+  abandon_fn = fn;
+  abandon_arg = arg;
+}
+
+bool collie_socket_abandoned(void) {
+  return (abandon_flag && atomic_load(abandon_flag) != 0) || (abandon_fn && abandon_fn(abandon_arg));
+}
 
 static int wait_fd(int fd, short ev, int64_t deadline_ns) {
   for (;;) {

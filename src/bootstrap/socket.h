@@ -56,6 +56,9 @@ int collie_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns);
  * fails the parent, and the others need not wait out COLLIE_CONNECT_TIMEOUT for it. NULL:
  * never give up early. */
 void collie_socket_abandon_when(const _Atomic int *flag);
+/* The same with a test instead of a word: this thread's waits also give up while
+ * fn(arg) says so. NULL: no test. */
+void collie_socket_abandon_if(bool (*fn)(void *arg), void *arg);
 bool collie_socket_abandoned(void);
 
 void collie_socket_tune(int fd); /* TCP_NODELAY, close-on-exec */

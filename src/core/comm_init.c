@@ -104,9 +104,17 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   if (comm->shm) collie_shm_unlink(comm); /* everyone mapped it (or we give up): nothing stays */
   if (!res) {
     for (int r = 0; r < comm->nranks; r++) use_tcp[r] = !comm->peers[r].tp;
+    /* A rank that fails here never connects: the others would wait for it until
+     * COLLIE_CONNECT_TIMEOUT. They give up as soon as its failure reaches rank 0 (and rank
+     * 0's, them), and the barrier then gives them its sentence instead of their own
+     * "timed out waiting for N TCP connections". */
+    collie_socket_abandon_if(collie_ctl_setup_failed, comm);
     res = own = collie_tcp_connect(comm, use_tcp);
-    err = res ? comm->last_error : NULL;
+    bool gave_up = res && collie_ctl_setup_failed(comm);
+    collie_socket_abandon_if(NULL, NULL);
+    err = res && !gave_up ? comm->last_error : NULL;
     res = collie_ctl_barrier(comm, err);
+    if (gave_up && !res) res = own; /* defensive: giving up without a failure left peers unconnected */
   }
   free(use_tcp);
   if (res && comm->shm) collie_shm_unlink_peers(comm);
