@@ -211,12 +211,14 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
                         comm->rank, collie_addr_str(&id->root, a, sizeof(a)), strerror(err),
                         collie_fd_advice(err, advice, sizeof(advice)));
   }
-  if (fd < 0)
+  if (fd < 0) {
+    char within[48] = ""; /* only a timeout took the whole time; other errors end the tries at once */
+    if (fd == -2) snprintf(within, sizeof(within), " within %d ms", comm->connect_timeout_ms);
     return collie_error(comm, fd == -2 ? COLLIE_ERR_TIMEOUT : COLLIE_ERR_SYSTEM,
-                        "rank %d could not reach rank 0 at %s within %d ms: %s; check that rank 0 started, "
+                        "rank %d could not reach rank 0 at %s%s: %s; check that rank 0 started, "
                         "that the address is right (COLLIE_ROOT_ADDR) and reachable from this host",
-                        comm->rank, collie_addr_str(&id->root, a, sizeof(a)), comm->connect_timeout_ms,
-                        strerror(err));
+                        comm->rank, collie_addr_str(&id->root, a, sizeof(a)), within, strerror(err));
+  }
   comm->ctl->root_fd = fd;
   /* The route to the root tells which local address the other ranks can reach. */
   struct sockaddr_storage local;
