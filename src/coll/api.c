@@ -69,6 +69,29 @@ static collie_result_t check_counts(collie_comm_t *comm, const char *fn, const s
   return COLLIE_SUCCESS;
 }
 
+/* Send and receive buffers that overlap without being the call's in-place form: the result
+ * would depend on the order in which an algorithm reads and writes (MPI calls it
+ * erroneous, NCCL leaves it undefined), so it is refused. `form` says what in place is. */
+static collie_result_t check_overlap(collie_comm_t *comm, const char *fn, const void *sendbuf, size_t sbytes,
+                                     const void *recvbuf, size_t rbytes, bool in_place, const char *form) {
+  if (in_place || !sendbuf || !recvbuf || !sbytes || !rbytes) return COLLIE_SUCCESS;
+  uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+  if (s < r + rbytes && r < s + sbytes)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
+                        "%s on rank %d: sendbuf (%p, %zu bytes) and recvbuf (%p, %zu bytes) overlap, which only the "
+                        "in-place form allows (%s): use separate buffers, or that form",
+                        fn, comm->rank, sendbuf, sbytes, recvbuf, rbytes, form);
+  return COLLIE_SUCCESS;
+}
+
+/* The elements a counts/displacements pair spans from the buffer's start. */
+static size_t extent(const size_t *counts, const size_t *displs, int n) {
+  size_t e = 0;
+  for (int r = 0; r < n; r++)
+    if (counts[r] && displs[r] + counts[r] > e) e = displs[r] + counts[r];
+  return e;
+}
+
 /* The sizes the checks fill are initialised at declaration anyway: gcc -O3 cannot see
  * that TRY returns whenever a check did not fill them (-Werror=maybe-uninitialized). */
 #define TRY(x)                        \
@@ -92,6 +115,7 @@ collie_result_t collie_iallreduce(const void *sendbuf, void *recvbuf, size_t cou
   TRY(check_op(comm, fn, op));
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", count));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", count));
+  TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes, sendbuf == recvbuf, "sendbuf == recvbuf"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, bytes, count, recvbuf, count, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLREDUCE, .count = count, .in_place = sendbuf == recvbuf};
   return post_or_done(comm, &a, &c, count == 0, req);
@@ -106,6 +130,8 @@ collie_result_t collie_ibroadcast(const void *sendbuf, void *recvbuf, size_t cou
   TRY(check_root(comm, fn, root));
   if (comm->rank == root) TRY(check_buf(comm, fn, sendbuf, "sendbuf at the root", count));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", count));
+  if (comm->rank == root)
+    TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes, sendbuf == recvbuf, "sendbuf == recvbuf"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, root, bytes, count, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_BROADCAST, .root = root, .count = count,
                           .in_place = comm->rank == root && sendbuf == recvbuf};
@@ -123,6 +149,7 @@ collie_result_t collie_ireduce(const void *sendbuf, void *recvbuf, size_t count,
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", count));
   if (comm->rank == root) TRY(check_buf(comm, fn, recvbuf, "recvbuf at the root", count));
   bool at_root = comm->rank == root;
+  if (at_root) TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes, sendbuf == recvbuf, "sendbuf == recvbuf"));
   collie_coll_call_t c = {fn, sendbuf, at_root ? recvbuf : NULL, dt, op, root, bytes, count,
                           at_root ? recvbuf : NULL, at_root ? count : 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE, .root = root, .count = count,
@@ -139,6 +166,8 @@ collie_result_t collie_iallgather(const void *sendbuf, void *recvbuf, size_t sen
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", sendcount));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", total));
   bool in_place = recvbuf && (const char *)sendbuf == (char *)recvbuf + (size_t)comm->rank * bytes;
+  TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes * (size_t)comm->nranks, in_place,
+                    "sendbuf == recvbuf + rank * sendcount elements"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, sendcount, NULL, 0,
                           NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLGATHER, .count = sendcount, .in_place = in_place};
@@ -161,6 +190,8 @@ collie_result_t collie_iallgatherv(const void *sendbuf, size_t sendcount, void *
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", sum));
   size_t esz = collie_datatype_size(dt);
   bool in_place = recvbuf && (const char *)sendbuf == (char *)recvbuf + displs[comm->rank] * esz;
+  TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, extent(recvcounts, displs, comm->nranks) * esz, in_place,
+                    "sendbuf == recvbuf + displs[rank] elements"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, sum * esz, sum, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLGATHERV, .counts = recvcounts, .displs = displs, .in_place = in_place};
   return post_or_done(comm, &a, &c, sum == 0, req);
@@ -176,6 +207,8 @@ collie_result_t collie_ireduce_scatter(const void *sendbuf, void *recvbuf, size_
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", total));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", recvcount));
   bool in_place = sendbuf && (char *)recvbuf == (const char *)sendbuf + (size_t)comm->rank * bytes;
+  TRY(check_overlap(comm, fn, sendbuf, bytes * (size_t)comm->nranks, recvbuf, bytes, in_place,
+                    "recvbuf == sendbuf + rank * recvcount elements"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, bytes * (size_t)comm->nranks, recvcount, recvbuf,
                           recvcount, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE_SCATTER, .count = recvcount, .in_place = in_place};
@@ -195,6 +228,8 @@ collie_result_t collie_ireduce_scatterv(const void *sendbuf, void *recvbuf, cons
   size_t esz = collie_datatype_size(dt), off = 0;
   for (int r = 0; r < comm->rank; r++) off += recvcounts[r];
   bool in_place = sendbuf && (char *)recvbuf == (const char *)sendbuf + off * esz;
+  TRY(check_overlap(comm, fn, sendbuf, sum * esz, recvbuf, recvcounts[comm->rank] * esz, in_place,
+                    "recvbuf == sendbuf + the elements of the ranks before this one"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, sum * esz, sum, recvbuf, recvcounts[comm->rank], NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE_SCATTERV, .counts = recvcounts, .in_place = in_place};
   return post_or_done(comm, &a, &c, sum == 0, req);
@@ -222,6 +257,8 @@ collie_result_t collie_ialltoall(const void *sendbuf, void *recvbuf, size_t coun
    * algo/bruck.c), the shared-memory one stages each piece before it receives into the
    * same place (algo/native). A copy of the whole input here doubled the time of a
    * 2-rank 64 MiB in-place exchange. */
+  TRY(check_overlap(comm, fn, sendbuf, bytes * (size_t)comm->nranks, recvbuf, bytes * (size_t)comm->nranks,
+                    sendbuf == recvbuf, "sendbuf == recvbuf"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, count, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLTOALL, .count = count, .in_place = sendbuf == recvbuf};
   return post_or_done(comm, &a, &c, count == 0, req);
@@ -267,6 +304,8 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", ssum));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", rsum));
   size_t esz = collie_datatype_size(dt);
+  TRY(check_overlap(comm, fn, sendbuf, extent(sendcounts, sdispls, comm->nranks) * esz, recvbuf,
+                    extent(recvcounts, rdispls, comm->nranks) * esz, sendbuf == recvbuf, "sendbuf == recvbuf"));
   char *temp = NULL;
   if (sendbuf && sendbuf == recvbuf) {
     /* In place the send and receive blocks may lie differently in the one buffer (this
@@ -307,6 +346,9 @@ collie_result_t collie_iscatter(const void *sendbuf, void *recvbuf, size_t recvc
   if (comm->rank == root) TRY(check_buf(comm, fn, sendbuf, "sendbuf at the root", total));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", recvcount));
   bool in_place = comm->rank == root && sendbuf && (char *)recvbuf == (const char *)sendbuf + (size_t)root * bytes;
+  if (comm->rank == root)
+    TRY(check_overlap(comm, fn, sendbuf, bytes * (size_t)comm->nranks, recvbuf, bytes, in_place,
+                      "recvbuf == sendbuf + root * recvcount elements"));
   collie_coll_call_t c = {fn, comm->rank == root ? sendbuf : NULL, recvbuf, dt, COLLIE_SUM, root,
                           bytes * (size_t)comm->nranks, recvcount, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_SCATTER, .root = root, .count = recvcount, .in_place = in_place};
@@ -324,6 +366,9 @@ collie_result_t collie_igather(const void *sendbuf, void *recvbuf, size_t sendco
   if (comm->rank == root) TRY(check_buf(comm, fn, recvbuf, "recvbuf at the root", total));
   bool at_root = comm->rank == root;
   bool in_place = at_root && recvbuf && (const char *)sendbuf == (char *)recvbuf + (size_t)root * bytes;
+  if (at_root)
+    TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes * (size_t)comm->nranks, in_place,
+                      "sendbuf == recvbuf + root * sendcount elements"));
   collie_coll_call_t c = {fn, sendbuf, at_root ? recvbuf : NULL, dt, COLLIE_SUM, root, bytes * (size_t)comm->nranks,
                           sendcount, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_GATHER, .root = root, .count = sendcount, .in_place = in_place};

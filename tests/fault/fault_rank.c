@@ -221,6 +221,13 @@ static void *bad_args_thread(void *p) {
   EXPECT_BAD(collie_send(buf, 4, COLLIE_FLOAT32, n + 3, comm));
   EXPECT_BAD(collie_recv(NULL, 4, COLLIE_FLOAT32, 0, comm));
   EXPECT_BAD(collie_iallreduce(buf, out, 4, COLLIE_FLOAT32, COLLIE_SUM, comm, NULL));
+  /* Buffers that overlap without being the in-place form. */
+  EXPECT_BAD(collie_allreduce(out, out + 1, 4, COLLIE_FLOAT32, COLLIE_SUM, comm));
+  EXPECT_BAD(collie_alltoall(out + 2, out, 2, COLLIE_FLOAT32, comm));
+  EXPECT_BAD(collie_allgather(out + 2 * rank + 1, out, 2, COLLIE_FLOAT32, comm));
+  EXPECT_BAD(collie_reduce_scatter(out, out + 2 * rank + 1, 2, COLLIE_FLOAT32, COLLIE_SUM, comm));
+  EXPECT_BAD(collie_broadcast(out, out + 3, 4, COLLIE_FLOAT32, rank, comm));
+  EXPECT_BAD(collie_alltoallv(out, counts, displs, out + 1, counts, displs, COLLIE_FLOAT32, comm));
   (void)req;
   /* Still usable: a real allreduce. */
   collie_result_t r = collie_allreduce(buf, out, 8, COLLIE_FLOAT32, COLLIE_SUM, comm);
