@@ -347,7 +347,12 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
       break;
     }
     int rc = poll(p, (nfds_t)k, (int)(left > 1000 ? 1000 : left));
-    if (rc < 0 && errno != EINTR) break;
+    if (rc < 0 && errno != EINTR) { /* a failure, or the release below would skip the missing */
+      if (!failure[0])
+        snprintf(failure, flen, "rank 0 could not wait for rank %d while the communicator was being created: %s",
+                 who[0], strerror(errno));
+      break;
+    }
     for (int i = 0; rc > 0 && i < k; i++) {
       if (!p[i].revents) continue;
       int r = who[i];
