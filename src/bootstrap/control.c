@@ -272,10 +272,8 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   return COLLIE_SUCCESS;
 }
 
-bool collie_ctl_setup_failed(void *arg) {
-  collie_comm_t *comm = arg;
+static bool setup_failure_now(collie_comm_t *comm) {
   collie_control_t *c = comm->ctl;
-  if (comm->nranks == 1) return false;
   if (comm->rank != 0) {
     /* Between barriers rank 0 sends nothing but a failure, and its death closes the socket. */
     struct pollfd p = {c->root_fd, POLLIN, 0};
@@ -293,6 +291,25 @@ bool collie_ctl_setup_failed(void *arg) {
     if (n == (ssize_t)sizeof(f) && f.type == COLLIE_CTL_FAIL) return true;
   }
   return false;
+}
+
+/* How often collie_ctl_setup_failed looks. Rank 0's look costs two system calls per rank,
+ * and its accept loop asks once per connection, (nranks - 1) * COLLIE_TCP_NSOCKS times:
+ * asked every time, that grew with the square of the ranks (64 ranks: 10,000 polls and
+ * 11,000 peeks in rank 0 alone; 1024 would make millions while every rank waits). The
+ * waits that ask sleep up to a second between looks anyway. */
+#define SETUP_CHECK_INTERVAL_NS 20000000
+
+bool collie_ctl_setup_failed(void *arg) {
+  collie_comm_t *comm = arg;
+  collie_control_t *c = comm->ctl;
+  if (comm->nranks == 1) return false;
+  if (c->setup_failure_seen) return true; /* a failure frame or a closed socket stays */
+  int64_t now = collie_now_ns();
+  if (c->setup_checked_ns && now - c->setup_checked_ns < SETUP_CHECK_INTERVAL_NS) return false;
+  c->setup_checked_ns = now;
+  c->setup_failure_seen = setup_failure_now(comm);
+  return c->setup_failure_seen;
 }
 
 /* Rank 0's side of the barrier: every other rank's frame, in the order they come, so that
@@ -332,7 +349,12 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
       break;
     }
     int rc = poll(p, (nfds_t)k, (int)(left > 1000 ? 1000 : left));
-    if (rc < 0 && errno != EINTR) break;
+    if (rc < 0 && errno != EINTR) { /* a failure, or the release below would skip the missing */
+      if (!failure[0])
+        snprintf(failure, flen, "rank 0 could not wait for rank %d while the communicator was being created: %s",
+                 who[0], strerror(errno));
+      break;
+    }
     for (int i = 0; rc > 0 && i < k; i++) {
       if (!p[i].revents) continue;
       int r = who[i];

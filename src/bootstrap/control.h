@@ -36,6 +36,8 @@ typedef struct collie_control {
   pthread_mutex_t m;
   pthread_cond_t cv;
   bool bye_done;        /* the departure handshake finished */
+  int64_t setup_checked_ns; /* collie_ctl_setup_failed: when it last looked */
+  bool setup_failure_seen;  /* ... and whether it saw a failure (which stays) */
 } collie_control_t;
 
 /* Rank 0: accepts every rank on listen_fd, checks secrets, exchanges cards. Others:
