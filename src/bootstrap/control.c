@@ -542,7 +542,11 @@ static void *watchdog_main(void *arg) {
     for (int i = 1; i < k; i++) {
       if (!p[i].revents) continue;
       if (!handle_frame(comm, p[i].fd, who[i])) {
-        /* The connection is over: stop polling it (closing happens at destroy). */
+        /* The connection is over: close it and stop polling it. Under send_lock, which
+         * every sender holds while it uses the number: closed without it, a failure
+         * notice or a goodbye sent meanwhile could land in whatever file the number was
+         * given to next. */
+        pthread_mutex_lock(&c->send_lock);
         if (comm->rank == 0) {
           for (int r = 1; r < n; r++)
             if (c->fds[r] == p[i].fd) {
@@ -553,6 +557,7 @@ static void *watchdog_main(void *arg) {
           collie_socket_close(c->root_fd);
           c->root_fd = -1;
         }
+        pthread_mutex_unlock(&c->send_lock);
       }
     }
   }
