@@ -1,7 +1,9 @@
 # The multi-process correctness matrix of every collective (coll_check.c): launchers,
 # transports, rank counts, every forced algorithm, nonblocking, mismatch detection.
 # `ctest -L coll` runs them all.
-add_executable(coll_check ${CMAKE_CURRENT_LIST_DIR}/coll_check.c ${CMAKE_CURRENT_LIST_DIR}/coll_ref.c)
+add_executable(coll_check ${CMAKE_CURRENT_LIST_DIR}/coll_check.c ${CMAKE_CURRENT_LIST_DIR}/coll_ref.c
+                          ${CMAKE_CURRENT_LIST_DIR}/../common/signal_storm.c)
+target_include_directories(coll_check PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../common)
 target_link_libraries(coll_check PRIVATE collie_static m Threads::Threads)
 # The reference computation is most of the checker's own work: optimise it even in Debug
 # (sanitizer) builds, where it would otherwise dominate the big-count tests.

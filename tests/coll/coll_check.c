@@ -47,19 +47,16 @@
  * and a failure summary; the exit status is non-zero on any failure. */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "coll_ref.h"
 #include "collie.h"
+#include "signal_storm.h"
 
 enum {
   K_ALLREDUCE, K_BROADCAST, K_REDUCE, K_ALLGATHER, K_ALLGATHERV, K_REDUCE_SCATTER, K_REDUCE_SCATTERV,
@@ -79,9 +76,7 @@ static struct {
   uint64_t seed;
   int verbose;
   int init_in_group; /* --init-in-group: the communicator is created inside a group */
-  int storm;         /* --signal-storm */
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0};
-static atomic_ulong storm_signals; /* delivered so far (--signal-storm) */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -1228,34 +1223,13 @@ static int run_rank(collie_comm_t *comm) {
     return 1;
   }
   if (opt.verbose) say(&x, "%.2f s", now_s() - t_all);
-  if (opt.storm)
+  if (signal_storm_on())
     printf("coll_check: rank %d: %ld cases OK under a signal storm (%lu signals so far)\n", x.rank, x.cases,
-           atomic_load(&storm_signals));
+           signal_storm_count());
   else
     printf("coll_check: rank %d: %ld cases OK\n", x.rank, x.cases);
   fflush(stdout);
   return 0;
-}
-
-static void storm_count(int sig) {
-  (void)sig;
-  atomic_fetch_add_explicit(&storm_signals, 1, memory_order_relaxed);
-}
-
-static void start_signal_storm(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = storm_count; /* sa_flags 0: no SA_RESTART, interrupted calls return EINTR */
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGALRM, &sa, NULL);
-  sigaction(SIGPROF, &sa, NULL);
-  srand((unsigned)getpid());
-  for (int k = 0; k < 2; k++) {
-    long us = 20 + rand() % 481;
-    struct itimerval it = {{0, us}, {0, us}};
-    setitimer(k ? ITIMER_PROF : ITIMER_REAL, &it, NULL);
-  }
-  opt.storm = 1;
 }
 
 static void *thread_main(void *arg) { return (void *)(intptr_t)run_rank((collie_comm_t *)arg); }
@@ -1307,7 +1281,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--mismatch")) opt.mismatch = 1;
     else if (!strcmp(a, "--init-in-group")) opt.init_in_group = 1;
     else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
-    else if (!strcmp(a, "--signal-storm")) start_signal_storm();
+    else if (!strcmp(a, "--signal-storm")) signal_storm_start();
     else if (!strcmp(a, "-v")) opt.verbose++;
     else if (!strcmp(a, "-vv")) opt.verbose += 2;
     else usage();

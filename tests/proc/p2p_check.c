@@ -13,44 +13,16 @@
  * so any blocking call (connect, accept, poll, futex, nanosleep) may return EINTR. The
  * library must neither fail, nor lose data, nor hang. */
 #include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include "collie.h"
+#include "signal_storm.h"
 
 static size_t sizes[16] = {0, 1, 4099, 1 << 20, 64 << 20};
 static int nsizes = 5, iters = 1;
-static atomic_ulong storm_signals; /* delivered so far (--signal-storm) */
-static bool storm;
-
-static void storm_count(int sig) {
-  (void)sig;
-  atomic_fetch_add_explicit(&storm_signals, 1, memory_order_relaxed);
-}
-
-static void start_signal_storm(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = storm_count; /* sa_flags 0: no SA_RESTART, interrupted calls return EINTR */
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGALRM, &sa, NULL);
-  sigaction(SIGPROF, &sa, NULL);
-  srand((unsigned)getpid());
-  for (int k = 0; k < 2; k++) {
-    long us = 20 + rand() % 481;
-    struct itimerval it = {{0, us}, {0, us}};
-    setitimer(k ? ITIMER_PROF : ITIMER_REAL, &it, NULL);
-  }
-  storm = true;
-}
-
 #define CHECK(call)                                                                                   \
   do {                                                                                                \
     collie_result_t r_ = (call);                                                                      \
@@ -157,9 +129,9 @@ static int run(collie_comm_t *comm) {
   CHECK(collie_barrier(comm));
   free(sb);
   free(rb);
-  if (storm)
+  if (signal_storm_on())
     printf("p2p_check: rank %d of %d OK under a signal storm (%lu signals so far)\n", rank, n,
-           atomic_load(&storm_signals));
+           signal_storm_count());
   else
     printf("p2p_check: rank %d of %d OK\n", rank, n);
   return 0;
@@ -182,7 +154,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--signal-storm")) start_signal_storm();
+    else if (!strcmp(argv[i], "--signal-storm")) signal_storm_start();
     else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
       nsizes = 0;
       for (char *t = strtok(argv[++i], ","); t && nsizes < 16; t = strtok(NULL, ",")) sizes[nsizes++] = strtoull(t, NULL, 0);

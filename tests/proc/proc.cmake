@@ -1,5 +1,6 @@
 # Multi-process and multi-thread tests of the foundation (transports, bootstrap, launchers).
-add_executable(p2p_check ${CMAKE_CURRENT_LIST_DIR}/p2p_check.c)
+add_executable(p2p_check ${CMAKE_CURRENT_LIST_DIR}/p2p_check.c ${CMAKE_CURRENT_LIST_DIR}/../common/signal_storm.c)
+target_include_directories(p2p_check PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../common)
 target_link_libraries(p2p_check PRIVATE collie_static)
 
 # Every multi-rank test runs under these: loopback only, short timeouts so a bug fails fast.
