@@ -85,10 +85,15 @@ static collie_result_t alloc_control(collie_comm_t *comm) {
   return COLLIE_SUCCESS;
 }
 
-static void reject_all(collie_comm_t *comm, const char *msg) {
+/* Rank 0: one frame to every rank it is connected to but `except` (-1: none). */
+static void send_to_all(collie_comm_t *comm, uint32_t type, const void *payload, uint32_t len, int except,
+                        int64_t deadline) {
   for (int r = 1; r < comm->nranks; r++)
-    if (comm->ctl->fds[r] >= 0)
-      send_frame(comm->ctl->fds[r], COLLIE_CTL_REJECT, 0, msg, (uint32_t)strlen(msg), deadline_after_ms(1000));
+    if (r != except && comm->ctl->fds[r] >= 0) send_frame(comm->ctl->fds[r], type, 0, payload, len, deadline);
+}
+
+static void reject_all(collie_comm_t *comm, const char *msg) {
+  send_to_all(comm, COLLIE_CTL_REJECT, msg, (uint32_t)strlen(msg), -1, deadline_after_ms(1000));
 }
 
 /* Rank 0 gave up gathering: the ranks that joined wait for the card table, so they are
@@ -101,8 +106,7 @@ static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, co
   va_start(ap, fmt);
   vsnprintf(ft.text, sizeof(ft.text), fmt, ap);
   va_end(ap);
-  for (int r = 1; r < comm->nranks; r++)
-    if (comm->ctl->fds[r] >= 0) send_frame(comm->ctl->fds[r], COLLIE_CTL_FAIL, 0, &ft, sizeof(ft), deadline_after_ms(1000));
+  send_to_all(comm, COLLIE_CTL_FAIL, &ft, sizeof(ft), -1, deadline_after_ms(1000));
   return collie_error(comm, code, "%s", ft.text);
 }
 
@@ -332,7 +336,7 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
   while (heard < n) {
     if (failure[0] && !told) { /* tell everyone now, then let the others' frames drain */
       snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
-      for (int r = 1; r < n; r++) send_frame(c->fds[r], COLLIE_CTL_FAIL, 0, &ft, sizeof(ft), deadline);
+      send_to_all(comm, COLLIE_CTL_FAIL, &ft, sizeof(ft), -1, deadline);
       told = true;
       int64_t drain = deadline_after_ms(2000);
       if (drain < deadline) deadline = drain;
@@ -373,9 +377,8 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
   }
   if (!told) {
     snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
-    for (int r = 1; r < n; r++)
-      send_frame(c->fds[r], failure[0] ? COLLIE_CTL_FAIL : COLLIE_CTL_RELEASE, 0, &ft,
-                 failure[0] ? (uint32_t)sizeof(ft) : 0, deadline_after_ms(comm->connect_timeout_ms));
+    send_to_all(comm, failure[0] ? COLLIE_CTL_FAIL : COLLIE_CTL_RELEASE, &ft, failure[0] ? (uint32_t)sizeof(ft) : 0,
+                -1, deadline_after_ms(comm->connect_timeout_ms));
   }
   free(got);
   free(p);
@@ -421,8 +424,7 @@ void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *
   int64_t dl = deadline_after_ms(1000);
   pthread_mutex_lock(&c->send_lock);
   if (comm->rank == 0) {
-    for (int r = 1; r < comm->nranks; r++)
-      if (c->fds[r] >= 0) send_frame(c->fds[r], COLLIE_CTL_FAIL, 0, &ft, sizeof(ft), dl);
+    send_to_all(comm, COLLIE_CTL_FAIL, &ft, sizeof(ft), -1, dl);
   } else if (c->root_fd >= 0) {
     send_frame(c->root_fd, COLLIE_CTL_FAIL, comm->rank, &ft, sizeof(ft), dl);
   }
@@ -449,8 +451,7 @@ static void root_note_bye(collie_comm_t *comm, int from) {
   pthread_mutex_unlock(&c->m);
   if (!all) return;
   pthread_mutex_lock(&c->send_lock);
-  for (int r = 1; r < comm->nranks; r++)
-    if (c->fds[r] >= 0) send_frame(c->fds[r], COLLIE_CTL_BYE_ACK, 0, NULL, 0, deadline_after_ms(1000));
+  send_to_all(comm, COLLIE_CTL_BYE_ACK, NULL, 0, -1, deadline_after_ms(1000));
   pthread_mutex_unlock(&c->send_lock);
   signal_bye(c);
 }
@@ -492,9 +493,7 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
       collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
       if (!already) {
         pthread_mutex_lock(&c->send_lock);
-        for (int r = 1; r < comm->nranks; r++)
-          if (r != from && c->fds[r] >= 0)
-            send_frame(c->fds[r], COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(1000));
+        send_to_all(comm, COLLIE_CTL_FAIL, ft, sizeof(*ft), from, deadline_after_ms(1000));
         pthread_mutex_unlock(&c->send_lock);
       }
     } else {
