@@ -134,6 +134,15 @@ static int reserve_range(int fd, size_t off, size_t len) {
   return e;
 }
 
+/* The free and total MiB of the filesystem holding fd (/dev/shm); false when unknown. */
+static bool shm_space(int fd, double *free_mib, double *total_mib) {
+  struct statvfs v;
+  if (fstatvfs(fd, &v) != 0) return false;
+  *free_mib = mib((unsigned long long)v.f_bavail * v.f_frsize);
+  *total_mib = mib((unsigned long long)v.f_blocks * v.f_frsize);
+  return true;
+}
+
 /* tmpfs gives a segment its pages when they are first written, and when /dev/shm is full
  * (a container's default is 64 MiB) that write kills the process with SIGBUS, during
  * creation or in the middle of a job. A segment that creation writes whole (st->prewrite)
@@ -146,31 +155,27 @@ static collie_result_t reserve_segment(collie_comm_t *comm, const collie_shm_sta
   size_t own_len = ring_bytes(st->nslots, st->slot_size);
   size_t own_off = sizeof(collie_shm_seg_hdr_t) + (size_t)comm->local_rank * own_len;
   size_t need = st->seg_bytes - own_len;
-  struct statvfs vfs;
-  bool known = fstatvfs(fd, &vfs) == 0;
+  double free_mib, total_mib;
   unsigned long long host_need = (unsigned long long)need * (unsigned long long)comm->nlocal;
   static const char remedy[] =
       "enlarge /dev/shm (docker run --shm-size=1g or --ipc=host; Kubernetes: an emptyDir volume with medium "
       "Memory on /dev/shm; elsewhere mount -o remount,size=... /dev/shm), lower COLLIE_SHM_NSLOTS or "
       "COLLIE_SHM_SLOT_SIZE, or set COLLIE_TRANSPORT=tcp";
   if (!st->prewrite) {
-    unsigned long long avail = known ? (unsigned long long)vfs.f_bavail * vfs.f_frsize : 0;
-    unsigned long long total = known ? (unsigned long long)vfs.f_blocks * vfs.f_frsize : 0;
-    if (known && avail < need)
+    if (shm_space(fd, &free_mib, &total_mib) && free_mib < mib(need))
       COLLIE_WARN(COLLIE_SUB_TRANSPORT, comm->rank,
                   "/dev/shm has %.1f MiB free of %.1f MiB, less than this rank's shared memory segment may use "
                   "(%.1f MiB; %.1f MiB for the %d ranks of this host): a rank whose pages run out there is "
                   "killed by SIGBUS. To avoid that, %s",
-                  mib(avail), mib(total), mib(need), mib(host_need), comm->nlocal, remedy);
+                  free_mib, total_mib, mib(need), mib(host_need), comm->nlocal, remedy);
     return COLLIE_SUCCESS;
   }
   int e = reserve_range(fd, 0, own_off);
   if (e == 0) e = reserve_range(fd, own_off + own_len, st->seg_bytes - own_off - own_len);
   if (e == 0) return COLLIE_SUCCESS;
   char where[96] = ""; /* the free space the other ranks' reservations left */
-  if (fstatvfs(fd, &vfs) == 0)
-    snprintf(where, sizeof(where), " (/dev/shm: %.1f MiB free of %.1f MiB)",
-             mib((unsigned long long)vfs.f_bavail * vfs.f_frsize), mib((unsigned long long)vfs.f_blocks * vfs.f_frsize));
+  if (shm_space(fd, &free_mib, &total_mib))
+    snprintf(where, sizeof(where), " (/dev/shm: %.1f MiB free of %.1f MiB)", free_mib, total_mib);
   return collie_error(comm, COLLIE_ERR_SYSTEM,
                       "rank %d could not reserve %.1f MiB of shared memory for its segment %s: %s%s; the %d ranks "
                       "of this host need about %.1f MiB there: %s",
