@@ -2,8 +2,8 @@
 # install_package: installs the build into a temporary prefix, builds examples/hello.c
 # against the installed package twice (pkg-config, and CMake's find_package(collie)) and
 # runs both under the installed collie-run with 3 ranks; then builds the foundation's
-# API-only check (tests/proc/p2p_check.c) against it and runs it under collie-run, forced
-# TCP, Open MPI's mpirun and MPICH's mpiexec.
+# API-only check (tests/proc/p2p_check.c, with its libc-only tests/common/signal_storm.c)
+# against it and runs it under collie-run, forced TCP, Open MPI's mpirun and MPICH's mpiexec.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build=${1:?usage: install_test.sh BUILD_DIR SOURCE_DIR}
@@ -137,7 +137,8 @@ fi
 step "p2p_check against the installed package"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 # shellcheck disable=SC2046
-if cc -std=c11 -Wall -Wextra -Werror -pthread "$src/tests/proc/p2p_check.c" $(pkg-config --cflags --libs collie) \
+if cc -std=c11 -Wall -Wextra -Werror -pthread "$src/tests/proc/p2p_check.c" "$src/tests/common/signal_storm.c" \
+      -I"$src/tests/common" $(pkg-config --cflags --libs collie) \
       -o "$tmp/p2p_check" >"$tmp/cc2.log" 2>&1; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   launch() { # description, command...
