@@ -30,6 +30,7 @@ typedef struct {
   int32_t nranks;
   uint32_t version;
   collie_card_t card;
+  collie_settings_t settings;
 } hello_t;
 
 typedef struct {
@@ -110,8 +111,17 @@ static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, co
   return collie_error(comm, code, "%s", ft.text);
 }
 
-static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
-                                   int64_t deadline) {
+/* Rank 0, once all have joined: refuses the job when the ranks' settings differ. */
+static collie_result_t check_settings(collie_comm_t *comm, const collie_settings_t *all) {
+  char msg[1024];
+  if (collie_settings_check(comm->cards, all, comm->nranks, msg, sizeof(msg)) == 0) return COLLIE_SUCCESS;
+  reject_all(comm, msg);
+  return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s", msg);
+}
+
+/* Rank 0: accepts every other rank, keeping its card and its settings. */
+static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
+                                       collie_settings_t *settings, int64_t deadline) {
   collie_control_t *c = comm->ctl;
   int joined = 1;
   char a[80];
@@ -180,10 +190,24 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
       return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s", msg);
     }
     comm->cards[h->card.rank] = h->card;
+    settings[h->card.rank] = h->settings;
     c->fds[h->card.rank] = fd;
     free(pl);
     joined++;
   }
+  return COLLIE_SUCCESS;
+}
+
+static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
+                                   const collie_settings_t *my_settings, int64_t deadline) {
+  collie_control_t *c = comm->ctl;
+  collie_settings_t *settings = malloc(sizeof(*settings) * (size_t)comm->nranks);
+  if (!settings) return fail_joined(comm, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
+  settings[0] = *my_settings;
+  collie_result_t res = root_accept_all(comm, id, listen_fd, settings, deadline);
+  if (!res) res = check_settings(comm, settings);
+  free(settings);
+  if (res) return res;
   size_t bytes = sizeof(collie_card_t) * (size_t)comm->nranks;
   for (int r = 1; r < comm->nranks; r++)
     if (send_frame(c->fds[r], COLLIE_CTL_CARDS, 0, comm->cards, (uint32_t)bytes, deadline) != 0)
@@ -193,7 +217,8 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
 }
 
 collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
-                                 collie_card_t *my_card, collie_make_listener_fn make_listener) {
+                                 collie_card_t *my_card, const collie_settings_t *my_settings,
+                                 collie_make_listener_fn make_listener) {
   collie_result_t res = alloc_control(comm);
   if (res) return res;
   int64_t deadline = deadline_after_ms(comm->connect_timeout_ms);
@@ -205,7 +230,7 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
     comm->cards[0] = *my_card;
     comm->cards[0].data_addr = comm->tcp->addr;
     if (comm->nranks == 1) return COLLIE_SUCCESS;
-    return root_gather(comm, id, listen_fd, deadline);
+    return root_gather(comm, id, listen_fd, my_settings, deadline);
   }
   int err = 0;
   int fd = collie_connect_retry(&id->root, deadline, &err);
@@ -237,6 +262,7 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   h.nranks = comm->nranks;
   h.version = COLLIE_VERSION_CODE;
   h.card = *my_card;
+  h.settings = *my_settings;
   if (send_frame(fd, COLLIE_CTL_HELLO, comm->rank, &h, sizeof(h), deadline) != 0)
     return collie_error(comm, COLLIE_ERR_REMOTE, "rank %d could not greet rank 0 at %s: %s", comm->rank,
                         collie_addr_str(&id->root, a, sizeof(a)), strerror(errno));

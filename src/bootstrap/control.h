@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bootstrap/settings.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
 
@@ -45,7 +46,8 @@ typedef struct collie_control {
  * by the caller except data_addr, which `make_listener` sets once the route is known. */
 typedef collie_result_t (*collie_make_listener_fn)(collie_comm_t *comm, const struct sockaddr_storage *local_ip);
 collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
-                                 collie_card_t *my_card, collie_make_listener_fn make_listener);
+                                 collie_card_t *my_card, const collie_settings_t *my_settings,
+                                 collie_make_listener_fn make_listener);
 
 /* A barrier over the control star, used only during set-up (before the watchdog runs).
  * A rank that failed during set-up calls it with `my_error` set to tell the others. */

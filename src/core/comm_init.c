@@ -12,6 +12,7 @@
 
 #include "bootstrap/control.h"
 #include "bootstrap/hostid.h"
+#include "bootstrap/settings.h"
 #include "bootstrap/socket.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
@@ -146,10 +147,16 @@ static void choose_wait_policy(collie_comm_t *comm) {
  * Every rank sees the same nlocal == nranks, the predicate the cost model uses too, so
  * every rank cuts the same chunks. */
 #define TCP_CHUNK_BYTES (1u << 20)
+size_t collie_auto_chunk_bytes(bool tcp) {
+  int64_t one_host = 0;
+  collie_parse_size(collie_param_table[COLLIE_P_CHUNK_SIZE].def, &one_host);
+  return tcp ? TCP_CHUNK_BYTES : (size_t)one_host;
+}
+
 static void choose_chunk(collie_comm_t *comm) {
   const bool user = strcmp(collie_param_source(COLLIE_P_CHUNK_SIZE), "environment") == 0;
   const bool tcp = comm->nlocal != comm->nranks;
-  if (tcp && !user) comm->chunk_bytes = TCP_CHUNK_BYTES;
+  if (!user) comm->chunk_bytes = collie_auto_chunk_bytes(tcp);
   COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "pipelining chunk %zu bytes (%s)", comm->chunk_bytes,
               user ? "COLLIE_CHUNK_SIZE" : tcp ? "TCP between some ranks" : "all ranks on one host");
 }
@@ -287,7 +294,9 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
       goto fail;
     }
   }
-  res = collie_bootstrap(comm, &info, listen_fd, &card, make_listener);
+  collie_settings_t settings;
+  collie_settings_read(comm, &settings);
+  res = collie_bootstrap(comm, &info, listen_fd, &card, &settings, make_listener);
   if (listen_fd >= 0) close(listen_fd);
   listen_fd = -1;
   if (res) goto fail;

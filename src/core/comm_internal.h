@@ -2,6 +2,9 @@
 #ifndef COLLIE_COMM_INTERNAL_H
 #define COLLIE_COMM_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "core/comm.h"
 
 /* init_rank with an optional already-listening root socket (collie-run, split). */
@@ -15,6 +18,9 @@ collie_result_t collie_start_progress_thread(collie_comm_t *comm);
 collie_result_t collie_check_algo_config(collie_comm_t *comm);
 /* Binds exactly addr's port (on addr's IP, or any IP when that one is not local). */
 int collie_listen_exact(struct sockaddr_storage *addr);
+
+/* The pipelining chunk when COLLIE_CHUNK_SIZE is unset: larger when some ranks talk TCP. */
+size_t collie_auto_chunk_bytes(bool tcp);
 
 /* Waits for every issued operation; returns the communicator's failure, if any. */
 collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm);

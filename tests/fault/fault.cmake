@@ -58,3 +58,8 @@ foreach(tr shm tcp)
   add_test(NAME fault_kill_forked_rank1_of3_${tr} COMMAND bash ${FAULT_SH} ${FAULT_BIN} kill 3 1 ${tr} ring forked)
   set_tests_properties(fault_kill_forked_rank1_of3_${tr} PROPERTIES TIMEOUT 90 LABELS fault)
 endforeach()
+# Settings the ranks must share (COLLIE_ALGO, COLLIE_TUNING_FILE, COLLIE_CHUNK_SIZE, ...)
+# set differently on some ranks: creation fails on every rank with a sentence naming the
+# variable, instead of a hang until COLLIE_EXEC_TIMEOUT.
+add_test(NAME fault_settings_mismatch COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/settings_mismatch_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
+set_tests_properties(fault_settings_mismatch PROPERTIES TIMEOUT 240 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
