@@ -1,6 +1,8 @@
 /* The connected sockets a forked child must not keep open (see fork_guard.h). */
 #include "bootstrap/fork_guard.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,10 +24,9 @@ static void in_child(void) {
 
 static void install(void) { pthread_atfork(before_fork, in_parent, in_child); }
 
-void collie_fork_guard_add(int fd) {
+/* Called with the lock held. */
+static void add(int fd) {
   if (fd < 0) return;
-  pthread_once(&once, install);
-  pthread_mutex_lock(&lock);
   if (nfds == cap) {
     int ncap = cap ? 2 * cap : 64;
     int *n = realloc(fds, sizeof(int) * (size_t)ncap);
@@ -35,7 +36,32 @@ void collie_fork_guard_add(int fd) {
     }
   }
   if (nfds < cap) fds[nfds++] = fd; /* out of memory: the child keeps this one */
+}
+
+int collie_guarded_socket(int family) {
+  pthread_once(&once, install);
+  pthread_mutex_lock(&lock);
+  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = errno;
+  add(fd);
   pthread_mutex_unlock(&lock);
+  errno = e;
+  return fd;
+}
+
+int collie_guarded_accept(int listen_fd, struct sockaddr_storage *from) {
+  pthread_once(&once, install);
+  int fl = fcntl(listen_fd, F_GETFL);
+  if (fl >= 0 && !(fl & O_NONBLOCK)) fcntl(listen_fd, F_SETFL, fl | O_NONBLOCK);
+  socklen_t flen = sizeof(*from);
+  pthread_mutex_lock(&lock);
+  /* On Linux the connection does not inherit O_NONBLOCK from the listener. */
+  int fd = accept4(listen_fd, (struct sockaddr *)from, &flen, SOCK_CLOEXEC);
+  int e = errno;
+  add(fd);
+  pthread_mutex_unlock(&lock);
+  errno = e;
+  return fd;
 }
 
 void collie_socket_close(int fd) {

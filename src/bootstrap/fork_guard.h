@@ -10,8 +10,16 @@
 #ifndef COLLIE_FORK_GUARD_H
 #define COLLIE_FORK_GUARD_H
 
-/* Lists fd (a connection this process made or accepted). */
-void collie_fork_guard_add(int fd);
+#include <sys/socket.h>
+
+/* socket() and accept(), listing the new descriptor before any fork can copy it: the
+ * forking thread waits for the list's lock (pthread_atfork), so no child is made between
+ * the call and the listing. (Listed after the call, a fork by another thread in between,
+ * or during the connect that follows, left the child holding the connection.) The
+ * accept does not block: the listening socket is made nonblocking (EAGAIN when the
+ * connection went away since poll saw it). */
+int collie_guarded_socket(int family);
+int collie_guarded_accept(int listen_fd, struct sockaddr_storage *from);
 /* Removes fd from the list and closes it: every listed connection is closed this way, so
  * that a later file reusing the number is never closed in a child. */
 void collie_socket_close(int fd);

@@ -216,7 +216,7 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
   int64_t backoff_ms = 5;
   *err_out = 0;
   for (;;) {
-    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = collie_guarded_socket(addr->ss_family);
     if (fd < 0) {
       *err_out = errno;
       return -1;
@@ -241,11 +241,10 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
     }
     if (rc == 0 && collie_set_nonblocking(fd, false) == 0) {
       collie_socket_tune(fd);
-      collie_fork_guard_add(fd);
       return fd;
     }
     *err_out = errno;
-    close(fd);
+    collie_socket_close(fd);
     if (*err_out != ECONNREFUSED && *err_out != ETIMEDOUT && *err_out != ENETUNREACH &&
         *err_out != EHOSTUNREACH && *err_out != ECONNRESET && *err_out != EAGAIN)
       return -1;
@@ -262,10 +261,8 @@ bool collie_errno_is_shortage(int err) {
 }
 
 int collie_accept(int listen_fd, struct sockaddr_storage *from, int *shortage) {
-  socklen_t flen = sizeof(*from);
-  int fd = accept(listen_fd, (struct sockaddr *)from, &flen);
+  int fd = collie_guarded_accept(listen_fd, from);
   *shortage = fd < 0 && collie_errno_is_shortage(errno) ? errno : 0;
-  collie_fork_guard_add(fd);
   return fd;
 }
 
