@@ -268,12 +268,14 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
                         collie_addr_str(&id->root, a, sizeof(a)), strerror(errno));
   frame_t f;
   void *pl = NULL;
-  int r = recv_frame(fd, &f, &pl, deadline);
+  /* Rank 0's own timeout names the missing ranks: wait to hear it. */
+  int r = recv_frame(fd, &f, &pl, deadline + (int64_t)COLLIE_SETUP_GRACE_MS * 1000000);
   if (r == -2)
     return collie_error(comm, COLLIE_ERR_TIMEOUT,
                         "rank %d timed out after %d ms waiting for the other ranks to join (rank 0 at %s "
                         "answered but not everyone arrived)",
-                        comm->rank, comm->connect_timeout_ms, collie_addr_str(&id->root, a, sizeof(a)));
+                        comm->rank, comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS,
+                        collie_addr_str(&id->root, a, sizeof(a)));
   if (r != 0)
     return collie_error(comm, COLLIE_ERR_REMOTE,
                         "rank %d lost its connection to rank 0 at %s while joining: rank 0 died, dropped us "
@@ -414,7 +416,9 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
 collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   if (comm->nranks == 1) return my_error ? COLLIE_ERR_SYSTEM : COLLIE_SUCCESS;
   collie_control_t *c = comm->ctl;
-  int64_t deadline = deadline_after_ms(comm->connect_timeout_ms);
+  /* The other ranks may be in connects bounded by the connect timeout; rank 0 outlasts
+   * them, and the others outlast rank 0, so that the sentence that says most wins. */
+  int64_t deadline = deadline_after_ms(comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS * (comm->rank == 0 ? 1 : 2));
   frame_t f;
   void *pl = NULL;
   char failure[1100] = "";

@@ -64,4 +64,13 @@ bool collie_socket_abandoned(void);
 void collie_socket_tune(int fd); /* TCP_NODELAY, close-on-exec */
 int collie_set_nonblocking(int fd, bool nb);
 
+/* How much longer a wait on other ranks lasts than the connects those ranks make. A rank
+ * that cannot reach a peer fails at COLLIE_CONNECT_TIMEOUT with the sentence that says why
+ * ("could not connect to rank 1 ... at ADDR: No route to host"); the peer waiting to
+ * accept it, and rank 0 waiting for both at the barrier, used the same deadline and often
+ * failed first with a vaguer one ("timed out waiting for 2 TCP connections", "rank 1 did
+ * not answer in time"), which the others then reported. With this margin the precise
+ * sentence reaches rank 0 first and every rank returns it. */
+#define COLLIE_SETUP_GRACE_MS 2000
+
 #endif

@@ -319,6 +319,9 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
   }
   int expected = 0;
   for (int p = comm->rank + 1; p < comm->nranks; p++) expected += use_tcp[p] ? st->nsocks : 0;
+  /* A higher rank that cannot reach this one says why when its connects time out: wait
+   * longer than they do, so that its sentence arrives (through rank 0) before this one. */
+  deadline += (int64_t)COLLIE_SETUP_GRACE_MS * 1000000;
   while (expected > 0) {
     struct pollfd pfd = {st->listen_fd, POLLIN, 0};
     int64_t left = (deadline - collie_now_ns()) / 1000000;
@@ -326,7 +329,8 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
       return collie_error(comm, COLLIE_ERR_TIMEOUT,
                           "rank %d timed out after %d ms waiting for %d TCP connections from higher ranks; "
                           "a peer may have died or cannot reach %s%s",
-                          comm->rank, comm->connect_timeout_ms, expected, collie_addr_str(&st->addr, a, sizeof(a)),
+                          comm->rank, comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS, expected,
+                          collie_addr_str(&st->addr, a, sizeof(a)),
                           collie_addr_is_loopback(&st->addr) ? " (a loopback address, which ranks on other hosts "
                                                                "cannot reach: check COLLIE_SOCKET_IFNAME)"
                                                              : "");

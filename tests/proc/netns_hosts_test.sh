@@ -9,6 +9,9 @@
 #      memory between ranks 0 and 1 and TCP to rank 2.
 #   2. A root address whose packets are dropped silently: the joining rank must give up
 #      within COLLIE_CONNECT_TIMEOUT (a blocking connect waited about 130 s).
+#   3. Rank 1 advertises an address hostB has no working route to: every rank must give
+#      rank 2's sentence ("could not connect to rank 1 ... No route to host"), not the
+#      vaguer timeouts of the ranks that waited for it (which won the race before).
 # Needs root, ip (iproute2) and unshare/nsenter (util-linux); fails, never skips, without.
 #   netns_hosts_test.sh COLL_CHECK
 set -u
@@ -88,3 +91,29 @@ cat "$dir/bh.out"
 [ $took -le 8 ] || fail "joining a black-holed root took $took s with COLLIE_CONNECT_TIMEOUT=3"
 grep -q "rank 1 could not reach rank 0 at 10.231.78.1:29577 within 3000 ms" "$dir/bh.out" || fail "no sentence naming the root"
 echo "PASS: a black-holed root address fails after $took s (COLLIE_CONNECT_TIMEOUT=3)"
+
+# Rank 1 listens on an address of a second interface of hostA; hostB sends packets for it
+# to a neighbour that does not exist, so rank 2's connects fail until the timeout.
+ip -n ${p}a link add side0 type veth peer name side1 && ip -n ${p}a addr add 10.231.80.1/24 dev side0 &&
+  ip -n ${p}a link set side0 up && ip -n ${p}a link set side1 up || fail "cannot add hostA's second interface"
+ip -n ${p}b route add 10.231.80.0/24 via $net.99 || fail "cannot add the route to nowhere"
+start=$(date +%s)
+pids=()
+for r in 0 1 2; do
+  h=${holders[0]}
+  [ $r = 2 ] && h=${holders[1]}
+  ifname=eth0
+  [ $r = 1 ] && ifname==side0
+  COLLIE_CONNECT_TIMEOUT=4 COLLIE_SOCKET_IFNAME=$ifname COLLIE_RANK=$r COLLIE_DEBUG=WARN \
+    timeout -s KILL 30 nsenter -t "$h" -m -n -u "$check" --coll barrier >"$dir/$r.out" 2>&1 &
+  pids+=($!)
+done
+for r in 0 1 2; do wait "${pids[$r]}"; done
+took=$(($(date +%s) - start))
+for r in 0 1 2; do echo "--- rank $r"; cat "$dir/$r.out"; done
+[ $took -le 9 ] || fail "an unreachable rank took $took s to report with COLLIE_CONNECT_TIMEOUT=4"
+for r in 0 1 2; do
+  grep -q "rank 2 could not connect to rank 1 (pid [0-9]* on host hostA) at 10.231.80.1:[0-9]*: No route to host" \
+    "$dir/$r.out" || fail "rank $r did not report why rank 2 could not connect to rank 1"
+done
+echo "PASS: every rank named rank 2's failure to reach rank 1's address after $took s (COLLIE_CONNECT_TIMEOUT=4)"
