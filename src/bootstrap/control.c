@@ -14,6 +14,7 @@
 #include "bootstrap/socket.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/params.h"
 #include "transport/tcp.h"
 
 #define CTL_MAGIC 0x434c4354u /* "CLCT" */
@@ -152,6 +153,7 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
     }
     if (fd < 0) continue;
     collie_socket_tune(fd);
+    collie_socket_keepalive(fd, (int)collie_param_int(COLLIE_P_KEEPALIVE));
     frame_t f;
     void *pl = NULL;
     int64_t hd = deadline_after_ms(2000);
@@ -249,6 +251,7 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
                         comm->rank, collie_addr_str(&id->root, a, sizeof(a)), within, strerror(err));
   }
   comm->ctl->root_fd = fd;
+  collie_socket_keepalive(fd, (int)collie_param_int(COLLIE_P_KEEPALIVE));
   /* The route to the root tells which local address the other ranks can reach. */
   struct sockaddr_storage local;
   socklen_t llen = sizeof(local);
@@ -494,13 +497,22 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
   void *pl = NULL;
   char pd[160];
   int rc = recv_frame(fd, &f, &pl, deadline_after_ms(5000));
+  const int err = errno;
+  const bool lost_host = rc == -1 && (err == ETIMEDOUT || err == EHOSTUNREACH);
   if (rc != 0) {
     pthread_mutex_lock(&c->m);
     bool departed = comm->rank == 0 ? c->said_bye[from] : c->bye_done;
     pthread_mutex_unlock(&c->m);
     if (!departed && !atomic_load(&comm->destroyed)) {
       collie_peer_desc(comm, from, pd, sizeof(pd));
-      if (comm->rank == 0)
+      if (lost_host) /* keepalive probes or frames went unanswered (collie_socket_keepalive) */
+        collie_comm_fail(comm, COLLIE_ERR_REMOTE, comm->rank != 0,
+                         "%s stopped answering: its host acknowledged nothing on the control connection for "
+                         "about %d s (%s; detected by rank %d), so it crashed, lost power or was cut off the "
+                         "network; every rank now fails its pending and next operations: check that host "
+                         "(COLLIE_KEEPALIVE sets the limit)",
+                         pd, (int)collie_param_int(COLLIE_P_KEEPALIVE), strerror(err), comm->rank);
+      else if (comm->rank == 0)
         collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
                          "%s died or closed its connection without destroying the communicator (detected by "
                          "rank 0); every rank now fails its pending and next operations: check that rank's "

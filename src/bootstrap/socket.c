@@ -204,6 +204,21 @@ void collie_socket_tune(int fd) {
   fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
+void collie_socket_keepalive(int fd, int seconds) {
+  if (seconds <= 0) return;
+  /* Probes from a third of the limit on, every sixth, and TCP_USER_TIMEOUT for frames
+   * sent but never acknowledged; both end the connection at about `seconds`. */
+  int one = 1, idle = seconds / 3 > 0 ? seconds / 3 : 1, intvl = seconds / 6 > 0 ? seconds / 6 : 1;
+  int cnt = (seconds - idle + intvl - 1) / intvl;
+  unsigned int user_ms = (unsigned int)seconds * 1000u;
+  if (cnt < 1) cnt = 1;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+}
+
 int collie_set_nonblocking(int fd, bool nb) {
   int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return -1;

@@ -63,6 +63,12 @@ bool collie_socket_abandoned(void);
 
 void collie_socket_tune(int fd); /* TCP_NODELAY, close-on-exec */
 int collie_set_nonblocking(int fd, bool nb);
+/* A connection whose peer's host stops answering (crashed, powered off, cut off the
+ * network) ends with ETIMEDOUT after about `seconds` (COLLIE_KEEPALIVE), idle or not,
+ * where without probes it stayed open and a waiting rank saw nothing until
+ * COLLIE_EXEC_TIMEOUT. The peer's kernel answers the probes: a stopped or busy process is
+ * not mistaken for a lost host. 0: no probes. */
+void collie_socket_keepalive(int fd, int seconds);
 
 /* How much longer a wait on other ranks lasts than the connects those ranks make. A rank
  * that cannot reach a peer fails at COLLIE_CONNECT_TIMEOUT with the sentence that says why

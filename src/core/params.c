@@ -21,6 +21,10 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_EXEC_TIMEOUT] = {"COLLIE_EXEC_TIMEOUT", COLLIE_PT_INT, "600",
                                "Seconds an operation may make no progress before it fails with "
                                "COLLIE_ERR_TIMEOUT."},
+    [COLLIE_P_KEEPALIVE] = {"COLLIE_KEEPALIVE", COLLIE_PT_INT, "60",
+                            "Seconds within which a rank whose host stopped answering (crashed, powered off, cut "
+                            "off the network) is declared lost, by TCP keepalive probes on the control connections "
+                            "to rank 0, instead of after COLLIE_EXEC_TIMEOUT; 0 turns the probes off."},
     [COLLIE_P_TRANSPORT] = {"COLLIE_TRANSPORT", COLLIE_PT_STRING, "auto",
                             "auto: shared memory within a host, TCP between hosts; tcp: TCP even between "
                             "ranks of one host."},

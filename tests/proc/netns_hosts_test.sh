@@ -12,10 +12,15 @@
 #   3. Rank 1 advertises an address hostB has no working route to: every rank must give
 #      rank 2's sentence ("could not connect to rank 1 ... No route to host"), not the
 #      vaguer timeouts of the ranks that waited for it (which won the race before).
+#   4. HostB drops off the network while its rank is in a collective: ranks 0 and 1 must
+#      say that rank 2 stopped answering within COLLIE_KEEPALIVE, not after
+#      COLLIE_EXEC_TIMEOUT; a rank stopped (SIGSTOP) for longer than that must not be
+#      declared lost: its kernel still answers.
 # Needs root, ip (iproute2) and unshare/nsenter (util-linux); fails, never skips, without.
-#   netns_hosts_test.sh COLL_CHECK
+#   netns_hosts_test.sh COLL_CHECK ALL_REDUCE_PERF
 set -u
 check=$1
+perf=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
 for c in ip unshare nsenter timeout; do command -v $c >/dev/null || fail "$c is missing (iproute2, util-linux)"; done
 [ "$(id -u)" = 0 ] || fail "must run as root to create network namespaces"
@@ -117,3 +122,40 @@ for r in 0 1 2; do
     "$dir/$r.out" || fail "rank $r did not report why rank 2 could not connect to rank 1"
 done
 echo "PASS: every rank named rank 2's failure to reach rank 1's address after $took s (COLLIE_CONNECT_TIMEOUT=4)"
+
+# Three ranks loop on all-reduces over TCP (ranks 0 and 1 on hostA, rank 2 on hostB).
+start_loop() {
+  pids=()
+  for r in 0 1 2; do
+    h=${holders[0]}
+    [ $r = 2 ] && h=${holders[1]}
+    COLLIE_KEEPALIVE=4 COLLIE_EXEC_TIMEOUT=60 COLLIE_SOCKET_IFNAME=eth0 COLLIE_TRANSPORT=tcp COLLIE_RANK=$r \
+      COLLIE_DEBUG=WARN timeout -s KILL 90 nsenter -t "$h" -m -n -u "$perf" -b 8 -e 8 -n 1000000000 -w 1 -c 0 \
+      >"$dir/$r.out" 2>&1 &
+    pids+=($!)
+  done
+  for _ in $(seq 100); do grep -q "^ *8 " "$dir/0.out" 2>/dev/null && return; sleep 0.1; done
+}
+# A stopped rank is not a lost host: 10 s stopped, with COLLIE_KEEPALIVE=4, and the loop
+# must go on. Then its host goes: hostB's port on the bridge goes down, packets vanish.
+start_loop
+rank2=$(pgrep -P "${pids[2]}" -f all_reduce_perf | head -1) # timeout's child
+[ -n "$rank2" ] || fail "cannot find rank 2's process"
+kill -STOP "$rank2"
+grep -q "^T" <(ps -o stat= -p "$rank2") || fail "rank 2 did not stop"
+sleep 10
+kill -CONT "$rank2"
+sleep 1
+for r in 0 1 2; do kill -0 "${pids[$r]}" 2>/dev/null || { cat "$dir/$r.out"; fail "rank $r ended while rank 2 was stopped"; }; done
+ip -n ${p}sw link set pb down || fail "cannot take hostB off the bridge"
+start=$(date +%s)
+for r in 0 1; do wait "${pids[$r]}"; done
+took=$(($(date +%s) - start))
+kill -9 "${pids[2]}" 2>/dev/null
+for r in 0 1; do echo "--- rank $r"; grep -v '^ \|^#' "$dir/$r.out"; done
+for r in 0 1; do
+  grep -q "rank 2 (pid [0-9]* on host hostB) stopped answering: .*about 4 s" "$dir/$r.out" ||
+    fail "rank $r did not say that rank 2 stopped answering"
+done
+[ $took -le 10 ] || fail "the lost host was reported after $took s with COLLIE_KEEPALIVE=4"
+echo "PASS: a stopped rank was kept; its host, cut off, was reported lost by ranks 0 and 1 after $took s (COLLIE_KEEPALIVE=4)"

@@ -55,7 +55,9 @@ set_tests_properties(p2p_two_hosts_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLI
 
 # Two real hosts: network namespaces on a bridge, each with its own /dev/shm and
 # /etc/hosts; interface auto-selection (no COLLIE_SOCKET_IFNAME), a root name that is
-# loopback on its own host, and a black-holed root address. Needs root, ip and unshare:
+# loopback on its own host, a black-holed root address, an unreachable rank and a host
+# that drops off the network mid-collective. Needs root, ip and unshare:
 # fails (does not skip) without them.
-add_test(NAME netns_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns_hosts_test.sh $<TARGET_FILE:coll_check>)
-set_tests_properties(netns_two_hosts PROPERTIES TIMEOUT 90 LABELS fault)
+add_test(NAME netns_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns_hosts_test.sh $<TARGET_FILE:coll_check>
+         $<TARGET_FILE:all_reduce_perf>)
+set_tests_properties(netns_two_hosts PROPERTIES TIMEOUT 150 LABELS fault)
