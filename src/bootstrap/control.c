@@ -39,6 +39,11 @@ typedef struct {
   char text[1024];
 } fail_t;
 
+typedef struct {
+  uint8_t secret[16]; /* only a rank of this communicator may fail it */
+  fail_t fail;
+} join_fail_t;
+
 static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint32_t len, int64_t deadline) {
   frame_t f = {CTL_MAGIC, type, rank, len};
   if (collie_send_all(fd, &f, sizeof(f), deadline) != 0) return -1;
@@ -100,15 +105,33 @@ static void reject_all(collie_comm_t *comm, const char *msg) {
 
 /* Rank 0 gave up gathering: the ranks that joined wait for the card table, so they are
  * told why instead of seeing the connection drop. */
-static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, const char *fmt, ...) {
+/* Ranks whose connections wait in the listen backlog have greeted, or are about to, and
+ * wait for the card table too: each gets the failure once its greeting is read (closed
+ * with the greeting unread, the connection would be reset, and the notice lost with it).
+ * The listener is nonblocking by now (collie_accept). */
+static void tell_backlog(int listen_fd, const fail_t *ft) {
+  struct sockaddr_storage from;
+  int shortage, fd;
+  while (listen_fd >= 0 && (fd = collie_accept(listen_fd, &from, &shortage)) >= 0) {
+    frame_t f;
+    void *pl = NULL;
+    if (recv_frame(fd, &f, &pl, deadline_after_ms(500)) == 0 && f.type == COLLIE_CTL_HELLO)
+      send_frame(fd, COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(500));
+    free(pl);
+    collie_socket_close(fd);
+  }
+}
+
+static collie_result_t fail_joined(collie_comm_t *comm, int listen_fd, collie_result_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static collie_result_t fail_joined(collie_comm_t *comm, int listen_fd, collie_result_t code, const char *fmt, ...) {
   fail_t ft = {code, 0, ""};
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(ft.text, sizeof(ft.text), fmt, ap);
   va_end(ap);
   send_to_all(comm, COLLIE_CTL_FAIL, &ft, sizeof(ft), -1, deadline_after_ms(1000));
+  tell_backlog(listen_fd, &ft);
   return collie_error(comm, code, "%s", ft.text);
 }
 
@@ -126,6 +149,7 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
   collie_control_t *c = comm->ctl;
   int joined = 1;
   char a[80];
+  collie_result_t res;
   while (joined < comm->nranks) {
     int64_t left = (deadline - collie_now_ns()) / 1000000;
     if (left <= 0 || collie_socket_abandoned()) {
@@ -133,7 +157,7 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
       size_t o = 0;
       for (int r = 1; r < comm->nranks && o < sizeof(missing) - 16; r++)
         if (c->fds[r] < 0) o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? ", " : "", r);
-      return fail_joined(comm, COLLIE_ERR_TIMEOUT,
+      return fail_joined(comm, listen_fd, COLLIE_ERR_TIMEOUT,
                           "rank 0 timed out after %d ms waiting for %d of %d ranks to join (missing: %s); "
                           "check that they started, use the same unique id, and can reach this host "
                           "(COLLIE_CONNECT_TIMEOUT raises the limit)",
@@ -146,7 +170,7 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
     int fd = collie_accept(listen_fd, &from, &shortage);
     if (shortage) {
       char advice[400];
-      return fail_joined(comm, COLLIE_ERR_SYSTEM,
+      return fail_joined(comm, -1, COLLIE_ERR_SYSTEM, /* no descriptor left to accept with */
                          "rank 0 could not accept the connection of a rank joining the communicator (%d of %d "
                          "joined): %s; %s",
                          joined, comm->nranks, strerror(shortage), collie_fd_advice(shortage, advice, sizeof(advice)));
@@ -160,6 +184,15 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
     int r = recv_frame(fd, &f, &pl, hd < deadline ? hd : deadline);
     hello_t *h = pl;
     const char *why = NULL;
+    if (r == 0 && f.type == COLLIE_CTL_JOIN_FAIL && f.len == sizeof(join_fail_t) &&
+        memcmp(((join_fail_t *)pl)->secret, id->secret, 16) == 0) {
+      fail_t *ft = &((join_fail_t *)pl)->fail;
+      ft->text[sizeof(ft->text) - 1] = 0;
+      collie_socket_close(fd);
+      res = fail_joined(comm, listen_fd, ft->code ? (collie_result_t)ft->code : COLLIE_ERR_REMOTE, "%s", ft->text);
+      free(pl);
+      return res;
+    }
     if (r != 0 || f.type != COLLIE_CTL_HELLO || f.len != sizeof(hello_t)) why = "it sent no collie greeting";
     else if (memcmp(h->secret, id->secret, 16) != 0) why = "it did not present this communicator's secret";
     if (why) {
@@ -204,7 +237,7 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
                                    const collie_settings_t *my_settings, int64_t deadline) {
   collie_control_t *c = comm->ctl;
   collie_settings_t *settings = malloc(sizeof(*settings) * (size_t)comm->nranks);
-  if (!settings) return fail_joined(comm, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
+  if (!settings) return fail_joined(comm, -1, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
   settings[0] = *my_settings;
   collie_result_t res = root_accept_all(comm, id, listen_fd, settings, deadline);
   if (!res) res = check_settings(comm, settings);
@@ -228,7 +261,12 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   if (comm->rank == 0) {
     struct sockaddr_storage ip = id->root;
     res = make_listener(comm, &ip);
-    if (res) return res;
+    if (res) { /* the ranks already waiting hear why, instead of a dropped connection */
+      fail_t ft = {res, 0, ""};
+      snprintf(ft.text, sizeof(ft.text), "rank 0 failed while creating the communicator: %.900s", comm->last_error);
+      tell_backlog(listen_fd, &ft);
+      return res;
+    }
     comm->cards[0] = *my_card;
     comm->cards[0].data_addr = comm->tcp->addr;
     if (comm->nranks == 1) return COLLIE_SUCCESS;
@@ -257,7 +295,14 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   socklen_t llen = sizeof(local);
   getsockname(fd, (struct sockaddr *)&local, &llen);
   res = make_listener(comm, &local);
-  if (res) return res;
+  if (res) { /* tell rank 0, which tells those who joined: else they wait out the timeout */
+    join_fail_t jf = {{0}, {res, comm->rank, ""}};
+    memcpy(jf.secret, id->secret, 16);
+    snprintf(jf.fail.text, sizeof(jf.fail.text), "rank %d failed while joining the communicator: %.900s", comm->rank,
+             comm->last_error);
+    send_frame(fd, COLLIE_CTL_JOIN_FAIL, comm->rank, &jf, sizeof(jf), deadline);
+    return res;
+  }
   my_card->data_addr = comm->tcp->addr;
   hello_t h;
   memset(&h, 0, sizeof(h));

@@ -22,7 +22,8 @@ enum {
   COLLIE_CTL_RELEASE,
   COLLIE_CTL_FAIL,
   COLLIE_CTL_BYE,
-  COLLIE_CTL_BYE_ACK
+  COLLIE_CTL_BYE_ACK,
+  COLLIE_CTL_JOIN_FAIL /* a rank that failed between reaching rank 0 and greeting it */
 };
 
 typedef struct collie_control {

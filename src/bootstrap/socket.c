@@ -170,9 +170,8 @@ int collie_pick_local_addr(struct sockaddr_storage *out, char *err, size_t errle
 }
 
 int collie_listen(struct sockaddr_storage *addr) {
-  int lo = 0, hi = 0;
-  const char *range = collie_param_str(COLLIE_P_PORT_RANGE);
-  if (range && sscanf(range, "%d-%d", &lo, &hi) != 2) lo = hi = 0;
+  int lo, hi;
+  collie_param_port_range(&lo, &hi); /* validated at creation */
   int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   int one = 1;

@@ -39,7 +39,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_HOST_ID] = {"COLLIE_HOST_ID", COLLIE_PT_STRING, NULL,
                           "Overrides host detection: ranks with the same id are on one host (tests)."},
     [COLLIE_P_PORT_RANGE] = {"COLLIE_PORT_RANGE", COLLIE_PT_STRING, NULL,
-                             "lo-hi: ports collie's listening sockets may use; default any free port."},
+                             "lo-hi: ports collie's listening sockets may use (each rank of a host needs one); default any free "
+                             "port. A malformed range fails communicator creation."},
     [COLLIE_P_TCP_NSOCKS] = {"COLLIE_TCP_NSOCKS", COLLIE_PT_INT, "2",
                              "TCP sockets per peer; large messages are striped across them."},
     [COLLIE_P_TCP_STRIPE_MIN] = {"COLLIE_TCP_STRIPE_MIN", COLLIE_PT_SIZE, "256K",
@@ -174,6 +175,15 @@ const char *collie_param_source(collie_param_id_t id) {
   return c->str ? "default" : "unset";
 }
 
+int collie_param_port_range(int *lo, int *hi) {
+  const char *range = collie_param_str(COLLIE_P_PORT_RANGE);
+  *lo = *hi = 0;
+  if (!range || !*range) return 0;
+  char tail;
+  if (sscanf(range, "%d-%d%c", lo, hi, &tail) != 2 || *lo < 1 || *lo > *hi || *hi > 65535) return -1;
+  return 1;
+}
+
 int collie_params_validate(char *msg, size_t len) {
   for (int i = 0; i < COLLIE_NUM_PARAMS; i++) {
     const collie_param_desc_t *d = &collie_param_table[i];
@@ -183,6 +193,13 @@ int collie_params_validate(char *msg, size_t len) {
       snprintf(msg, len, "%s='%s' is not a number: %s", d->name, env, d->doc);
       return -1;
     }
+  }
+  /* Ignored, a malformed range let collie listen anywhere, past the ports a firewall opens. */
+  int lo, hi;
+  if (collie_param_port_range(&lo, &hi) < 0) {
+    snprintf(msg, len, "COLLIE_PORT_RANGE='%s' is not a range of ports: write LOW-HIGH, 1 <= LOW <= HIGH <= 65535",
+             collie_param_str(COLLIE_P_PORT_RANGE));
+    return -1;
   }
   return 0;
 }

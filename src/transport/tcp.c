@@ -243,12 +243,22 @@ collie_result_t collie_tcp_listen(collie_comm_t *comm, const struct sockaddr_sto
   st->stripe_min = (uint64_t)collie_param_int(COLLIE_P_TCP_STRIPE_MIN);
   st->addr = *ip;
   st->listen_fd = collie_listen(&st->addr);
+  int lo, hi, err = errno;
+  char a[80];
+  collie_addr_str(ip, a, sizeof(a));
+  *strrchr(a, ':') = 0; /* the IP: the port is what it looked for */
+  if (st->listen_fd < 0 && err == EADDRINUSE && collie_param_port_range(&lo, &hi) > 0) {
+    return collie_error(comm, COLLIE_ERR_SYSTEM,
+                        "rank %d found no free port in COLLIE_PORT_RANGE=%d-%d on %s for transport connections: "
+                        "other ranks or programs of this host use all %d; widen the range (every rank of a host "
+                        "needs a port of it)",
+                        comm->rank, lo, hi, a, hi - lo + 1);
+  }
   if (st->listen_fd < 0) {
-    char a[80];
     return collie_error(comm, COLLIE_ERR_SYSTEM,
                         "rank %d could not listen on %s for transport connections: %s; check "
                         "COLLIE_SOCKET_IFNAME and COLLIE_PORT_RANGE",
-                        comm->rank, collie_addr_str(ip, a, sizeof(a)), strerror(errno));
+                        comm->rank, a, strerror(err));
   }
   return COLLIE_SUCCESS;
 }

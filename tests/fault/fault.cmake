@@ -63,3 +63,6 @@ endforeach()
 # variable, instead of a hang until COLLIE_EXEC_TIMEOUT.
 add_test(NAME fault_settings_mismatch COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/settings_mismatch_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_settings_mismatch PROPERTIES TIMEOUT 240 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# COLLIE_PORT_RANGE malformed (refused everywhere) and too small (every rank names it at once).
+add_test(NAME fault_port_range COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/port_range_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
+set_tests_properties(fault_port_range PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# COLLIE_PORT_RANGE: a malformed range is refused on every rank (it was ignored, and collie
+# listened on any port, past what a firewall opens); a range too small for the ranks of a
+# host makes the rank left without a port say so, and every other rank repeat its sentence
+# at once (they waited out COLLIE_CONNECT_TIMEOUT after "rank 0 died, dropped us").
+#   port_range_test.sh COLLIE_RUN COLL_CHECK
+set -u
+run=$1
+check=$2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ranks() { COLLIE_CONNECT_TIMEOUT=20 "$run" --timeout 60 --grace 30 -n 3 --tag-output "$check" --dtypes quick --coll allreduce >"$out" 2>&1; }
+
+for range in 29800-29700 abc 0-10 100-70000 100-200x; do
+  COLLIE_PORT_RANGE=$range ranks && fail "COLLIE_PORT_RANGE=$range was accepted"
+  told=$(grep -c "COLLIE_PORT_RANGE='$range' is not a range of ports: write LOW-HIGH" "$out")
+  [ "$told" = 3 ] || { cat "$out"; fail "$told of 3 ranks refused COLLIE_PORT_RANGE=$range"; }
+done
+echo "== malformed ranges refused on every rank"
+
+# Two free neighbouring ports, picked now (no fixed port): one short for 3 ranks over TCP.
+port=$(python3 - <<'PY'
+import socket
+for _ in range(100):
+    a = socket.socket(); a.bind(("", 0)); p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("", p + 1)); print(p); break
+    except OSError:
+        pass
+    finally:
+        a.close(); b.close()
+PY
+)
+[ -n "$port" ] || fail "found no two free neighbouring ports"
+range=$port-$((port + 1))
+start=$(date +%s)
+COLLIE_TRANSPORT=tcp COLLIE_PORT_RANGE=$range ranks && { cat "$out"; fail "3 ranks over TCP ran with 2 ports"; }
+took=$(($(date +%s) - start))
+cat "$out"
+told=$(grep -c "found no free port in COLLIE_PORT_RANGE=$range on .* widen the range" "$out")
+[ "$told" = 3 ] || fail "$told of 3 ranks named the range that was too small"
+[ $took -le 10 ] || fail "the ranks took $took s (COLLIE_CONNECT_TIMEOUT=20)"
+COLLIE_TRANSPORT=tcp COLLIE_PORT_RANGE=$port-$((port + 5)) ranks || { cat "$out"; fail "6 ports were not enough for 3 ranks"; }
+echo "PASS: malformed ranges refused; a range one port short named by all 3 ranks after $took s; 6 ports enough"
