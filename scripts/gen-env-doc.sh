@@ -18,9 +18,10 @@ generate() {
 
 Every `COLLIE_*` variable that collie reads is listed below, with its type, its default and
 what it does. Each is read once, the first time it is needed, and then cached. Sizes take the
-suffixes `K`, `M` and `G` (powers of 1024; `64K` is 65536 bytes). A malformed number makes
-communicator creation fail with `COLLIE_ERR_INVALID_ARGUMENT` and a sentence naming the
-variable. `collie-info` prints the values in effect on a machine and where each came from
+suffixes `K`, `M` and `G` (powers of 1024; `64K` is 65536 bytes). A malformed number, a
+number outside the range its Type column gives, or a word not among those listed there (any
+case) makes communicator creation fail with `COLLIE_ERR_INVALID_ARGUMENT` and a sentence
+naming the variable. `collie-info` prints the values in effect on a machine and where each came from
 (default, environment or unset). This file is generated from the table in
 `src/core/params.c` by `scripts/gen-env-doc.sh` (which runs `collie-info --markdown`); edit
 the table, not this file.

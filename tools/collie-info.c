@@ -71,7 +71,16 @@ static void print_markdown(void) {
   printf("|---|---|---|---|\n");
   for (int i = 0; i < COLLIE_NUM_PARAMS; i++) {
     const collie_param_desc_t *d = &collie_param_table[i];
-    printf("| `%s` | %s | ", d->name, type_name(d->type));
+    printf("| `%s` | %s", d->name, type_name(d->type));
+    if (d->valid && d->type == COLLIE_PT_STRING) { /* what creation accepts */
+      fputs(": ", stdout);
+      for (const char *c = d->valid; *c; c++) fputc(*c == ',' ? '/' : *c, stdout);
+    } else if (d->valid) {
+      const char *dash = strchr(d->valid, '-');
+      if (dash[1]) printf(", %.*s to %s", (int)(dash - d->valid), d->valid, dash + 1);
+      else printf(", at least %.*s", (int)(dash - d->valid), d->valid);
+    }
+    fputs(" | ", stdout);
     if (d->def) {
       fputc('`', stdout);
       md_cell(d->def);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "bootstrap/control.h"
@@ -271,7 +272,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   card.pid = (int32_t)getpid();
   card.version = COLLIE_VERSION_CODE;
   const char *tr = collie_param_str(COLLIE_P_TRANSPORT);
-  card.caps = (tr && !strcmp(tr, "tcp")) ? 0 : COLLIE_CAP_SHM;
+  card.caps = (tr && !strcasecmp(tr, "tcp")) ? 0 : COLLIE_CAP_SHM;
   snprintf(card.hostname, sizeof(card.hostname), "%s", collie_hostname());
   collie_host_id(card.host_id, sizeof(card.host_id));
 

@@ -4,30 +4,32 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_DEBUG] = {"COLLIE_DEBUG", COLLIE_PT_STRING, "WARN",
-                        "Log level: NONE, WARN, INFO or TRACE."},
+                        "Log level: NONE, WARN, INFO or TRACE.", "NONE,WARN,INFO,TRACE"},
     [COLLIE_P_DEBUG_SUBSYS] = {"COLLIE_DEBUG_SUBSYS", COLLIE_PT_STRING, "ALL",
                                "Subsystems to log: comma list of INIT, BOOTSTRAP, TRANSPORT, COLL, TUNE, ALL; "
                                "a leading ^ excludes the listed ones."},
     [COLLIE_P_DEBUG_FILE] = {"COLLIE_DEBUG_FILE", COLLIE_PT_STRING, NULL,
                              "Write logs to this file instead of stderr; %h host, %p pid, %r rank."},
     [COLLIE_P_CONNECT_TIMEOUT] = {"COLLIE_CONNECT_TIMEOUT", COLLIE_PT_INT, "60",
-                                  "Seconds to wait for peers while creating a communicator."},
+                                  "Seconds to wait for peers while creating a communicator.", "1-"},
     [COLLIE_P_EXEC_TIMEOUT] = {"COLLIE_EXEC_TIMEOUT", COLLIE_PT_INT, "600",
                                "Seconds an operation may make no progress before it fails with "
-                               "COLLIE_ERR_TIMEOUT."},
+                               "COLLIE_ERR_TIMEOUT.", "1-"},
     [COLLIE_P_KEEPALIVE] = {"COLLIE_KEEPALIVE", COLLIE_PT_INT, "60",
                             "Seconds within which a rank whose host stopped answering (crashed, powered off, cut "
                             "off the network) is declared lost, by TCP keepalive probes on the control connections "
-                            "to rank 0, instead of after COLLIE_EXEC_TIMEOUT; 0 turns the probes off."},
+                            "to rank 0, instead of after COLLIE_EXEC_TIMEOUT; 0 turns the probes off.", "0-86400"},
     [COLLIE_P_TRANSPORT] = {"COLLIE_TRANSPORT", COLLIE_PT_STRING, "auto",
                             "auto: shared memory within a host, TCP between hosts; tcp: TCP even between "
-                            "ranks of one host."},
+                            "ranks of one host.", "auto,tcp"},
     [COLLIE_P_SOCKET_IFNAME] = {"COLLIE_SOCKET_IFNAME", COLLIE_PT_STRING, NULL,
                                 "Network interfaces to use: prefixes (eth,ib), ^ to exclude, = for exact "
                                 "names (NCCL's syntax). Default: the address of the route to the root (rank 0: "
@@ -42,20 +44,20 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "lo-hi: ports collie's listening sockets may use (each rank of a host needs one); default any free "
                              "port. A malformed range fails communicator creation."},
     [COLLIE_P_TCP_NSOCKS] = {"COLLIE_TCP_NSOCKS", COLLIE_PT_INT, "2",
-                             "TCP sockets per peer; large messages are striped across them."},
+                             "TCP sockets per peer; large messages are striped across them.", "1-16"},
     [COLLIE_P_TCP_STRIPE_MIN] = {"COLLIE_TCP_STRIPE_MIN", COLLIE_PT_SIZE, "256K",
                                  "Messages at least this large are striped over all sockets of a peer."},
     [COLLIE_P_SHM_NSLOTS] = {"COLLIE_SHM_NSLOTS", COLLIE_PT_INT, "8",
-                             "Slots in each shared-memory ring (one ring per ordered pair of local ranks)."},
+                             "Slots in each shared-memory ring (one ring per ordered pair of local ranks).", "2-4096"},
     [COLLIE_P_SHM_SLOT_SIZE] = {"COLLIE_SHM_SLOT_SIZE", COLLIE_PT_SIZE, "128K",
-                                "Bytes per shared-memory slot; a message moves in slot-sized pieces."},
+                                "Bytes per shared-memory slot; a message moves in slot-sized pieces.", "4K-1G"},
     [COLLIE_P_SHM_COLL_SIZE] = {"COLLIE_SHM_COLL_SIZE", COLLIE_PT_SIZE, "256K",
                                 "Bytes each rank stages per round in the shared-memory collectives (algorithm "
                                 "'shm'; two such buffers per rank). 0 turns them off."},
     [COLLIE_P_SHM_DIRECT] = {"COLLIE_SHM_DIRECT", COLLIE_PT_INT, "1",
                              "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
-                             "of one process) and a probe at creation found them mappable; 0: always stage."},
+                             "of one process) and a probe at creation found them mappable; 0: always stage.", "0-1"},
     [COLLIE_P_SHM_CMA] = {"COLLIE_SHM_CMA", COLLIE_PT_INT, NULL,
                           "Point-to-point messages between processes of one host read by the receiver straight "
                           "from the sender's ordinary buffer with process_vm_readv (single copy): 0 never; 1 "
@@ -65,7 +67,7 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                           "as 1 if an exchange timed at creation found it faster than the shared-memory ring, "
                           "else only the 2-rank broadcast from 16 MiB. Set it alike on every rank. Needs ranks "
                           "that may read each other (same user; a probe at creation checks; collie calls "
-                          "prctl(PR_SET_PTRACER) for Yama)."},
+                          "prctl(PR_SET_PTRACER) for Yama).", "0-2"},
     [COLLIE_P_STREAM_BYTES] = {"COLLIE_STREAM_BYTES", COLLIE_PT_SIZE, "16M",
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "
@@ -74,9 +76,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",
                                "1: at a process's first communicator, when the host's ranks fit on the CPUs it may "
                                "use, each rank starts on the CPU of its local index (its affinity mask stays as it "
-                               "was); 0: leave placement to the scheduler."},
+                               "was); 0: leave placement to the scheduler.", "0-1"},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
-                                  "1: a background thread progresses nonblocking operations."},
+                                  "1: a background thread progresses nonblocking operations.", "0-1"},
     [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "20",
                        "Microseconds a waiting rank polls before it starts yielding its core (0 when the "
                        "host's ranks outnumber its cores, unless set; then a rank in a shared-memory "
@@ -97,7 +99,7 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                               "read at communicator creation. Unset: built-in defaults (docs/tuning.md)."},
     [COLLIE_P_CHUNK_SIZE] = {"COLLIE_CHUNK_SIZE", COLLIE_PT_SIZE, "64K",
                              "Pipelining chunk of the collective algorithms. Unset: 64K when every rank shares "
-                             "one host, 1M when some ranks talk TCP."},
+                             "one host, 1M when some ranks talk TCP.", "1-"},
     [COLLIE_P_RANK] = {"COLLIE_RANK", COLLIE_PT_INT, NULL, "This process's rank (set by collie-run)."},
     [COLLIE_P_NRANKS] = {"COLLIE_NRANKS", COLLIE_PT_INT, NULL, "Number of ranks (set by collie-run)."},
     [COLLIE_P_LOCAL_RANK] = {"COLLIE_LOCAL_RANK", COLLIE_PT_INT, NULL,
@@ -109,7 +111,7 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_LOCAL_SIZE] = {"COLLIE_LOCAL_SIZE", COLLIE_PT_INT, NULL,
                              "Number of ranks on this host (set by collie-run)."},
     [COLLIE_P_REDUCE_ISA] = {"COLLIE_REDUCE_ISA", COLLIE_PT_STRING, "auto",
-                             "Reduction kernels: auto (AVX2 where the CPU has it) or portable."},
+                             "Reduction kernels: auto (AVX2 where the CPU has it) or portable.", "auto,portable"},
     [COLLIE_P_RUN_GRACE] = {"COLLIE_RUN_GRACE", COLLIE_PT_INT, "30",
                             "collie-run: seconds the other ranks get to finish after one failed."},
 };
@@ -184,6 +186,38 @@ int collie_param_port_range(int *lo, int *hi) {
   return 1;
 }
 
+/* A value outside the table's `valid`: silently clamped or taken for the default, it ran
+ * something else than asked (COLLIE_TRANSPORT=TCP ran shared memory). */
+static bool out_of_bounds(collie_param_id_t id, char *msg, size_t len) {
+  const collie_param_desc_t *d = &collie_param_table[id];
+  const char *env = getenv(d->name);
+  if (!d->valid || !env || !*env) return false;
+  if (d->type == COLLIE_PT_STRING) {
+    char buf[128];
+    snprintf(buf, sizeof(buf), "%s", d->valid);
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+      if (!strcasecmp(tok, env)) return false;
+    char shown[160];
+    snprintf(shown, sizeof(shown), "%s", d->valid);
+    for (char *c = shown; *c; c++)
+      if (*c == ',') *c = '/';
+    snprintf(msg, len, "%s='%s' is not one of %s: %s", d->name, env, shown, d->doc);
+    return true;
+  }
+  int64_t v, lo, hi = INT64_MAX;
+  const char *dash = strchr(d->valid, '-');
+  char lo_text[32];
+  snprintf(lo_text, sizeof(lo_text), "%.*s", (int)(dash - d->valid), d->valid);
+  if (collie_parse_size(env, &v) != 0 || collie_parse_size(lo_text, &lo) != 0) return false;
+  if (dash[1] && collie_parse_size(dash + 1, &hi) != 0) return false;
+  if (v >= lo && v <= hi) return false;
+  if (dash[1])
+    snprintf(msg, len, "%s='%s' is outside %s to %s: %s", d->name, env, lo_text, dash + 1, d->doc);
+  else
+    snprintf(msg, len, "%s='%s' is below its least value, %s: %s", d->name, env, lo_text, d->doc);
+  return true;
+}
+
 int collie_params_validate(char *msg, size_t len) {
   for (int i = 0; i < COLLIE_NUM_PARAMS; i++) {
     const collie_param_desc_t *d = &collie_param_table[i];
@@ -194,6 +228,8 @@ int collie_params_validate(char *msg, size_t len) {
       return -1;
     }
   }
+  for (int i = 0; i < COLLIE_NUM_PARAMS; i++)
+    if (out_of_bounds((collie_param_id_t)i, msg, len)) return -1;
   /* Ignored, a malformed range let collie listen anywhere, past the ports a firewall opens. */
   int lo, hi;
   if (collie_param_port_range(&lo, &hi) < 0) {

@@ -52,6 +52,9 @@ typedef struct {
   collie_param_type_t type;
   const char *def; /* default, as text; NULL: unset */
   const char *doc;
+  /* What creation accepts (collie_params_validate): for strings a comma list of values
+   * (any case); for numbers "LO-HI" or "LO-" (no upper bound); NULL: anything that parses. */
+  const char *valid;
 } collie_param_desc_t;
 
 extern const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS];

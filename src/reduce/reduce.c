@@ -2,6 +2,7 @@
  * unless COLLIE_REDUCE_ISA=portable), and the AVG finalisation. */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include "reduce/half.h"
 
@@ -10,7 +11,7 @@ static atomic_int isa_state = ISA_UNKNOWN;
 
 static int select_isa(void) {
   const char *env = getenv("COLLIE_REDUCE_ISA");
-  if (env != NULL && strcmp(env, "portable") == 0)
+  if (env != NULL && strcasecmp(env, "portable") == 0)
     return ISA_PORTABLE;
 #ifdef COLLIE_REDUCE_HAVE_AVX2
   if (collie_reduce_avx2_usable())

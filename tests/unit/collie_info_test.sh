@@ -37,7 +37,7 @@ run 2 -- extra
 run 0 -- --markdown
 has '^\| Variable \| Type \| Default \| Description \|$'
 has '^\|---\|---\|---\|---\|$'
-has '^\| `COLLIE_SHM_SLOT_SIZE` \| size \| `128K` \| '
+has '^\| `COLLIE_SHM_SLOT_SIZE` \| size, 4K to 1G \| `128K` \| '
 has '^\| `COLLIE_DEBUG_FILE` \| string \| \(unset\) \| '
 rows=$(grep -c '^| `COLLIE_' "$tmp/out")
 cp "$tmp/out" "$tmp/md"

@@ -148,10 +148,53 @@ static void test_validate(void) {
   EXPECT(collie_params_validate(msg, sizeof(msg)) == 0);
 }
 
+/* Values outside a variable's `valid` are refused with the valid ones named: taken for
+ * the default or clamped, they ran something else (COLLIE_TRANSPORT=TCP ran shared
+ * memory), and a malformed COLLIE_PORT_RANGE let collie listen on any port. */
+static void test_bounds(void) {
+  static const struct {
+    const char *name, *value, *says; /* says: NULL when the value is valid */
+  } cases[] = {
+      {"COLLIE_TRANSPORT", "tcp", NULL},           {"COLLIE_TRANSPORT", "TCP", NULL},
+      {"COLLIE_TRANSPORT", "shm", "not one of auto/tcp"},
+      {"COLLIE_DEBUG", "info", NULL},              {"COLLIE_DEBUG", "verbose", "not one of NONE/WARN/INFO/TRACE"},
+      {"COLLIE_REDUCE_ISA", "sse", "not one of auto/portable"},
+      {"COLLIE_TCP_NSOCKS", "16", NULL},           {"COLLIE_TCP_NSOCKS", "0", "outside 1 to 16"},
+      {"COLLIE_TCP_NSOCKS", "17", "outside 1 to 16"},
+      {"COLLIE_SHM_NSLOTS", "1", "outside 2 to 4096"},
+      {"COLLIE_SHM_SLOT_SIZE", "4K", NULL},        {"COLLIE_SHM_SLOT_SIZE", "4095", "outside 4K to 1G"},
+      {"COLLIE_SHM_CMA", "3", "outside 0 to 2"},   {"COLLIE_SHM_DIRECT", "2", "outside 0 to 1"},
+      {"COLLIE_EXEC_TIMEOUT", "0", "below its least value, 1"},
+      {"COLLIE_EXEC_TIMEOUT", "100000", NULL},     {"COLLIE_KEEPALIVE", "0", NULL},
+      {"COLLIE_CHUNK_SIZE", "0", "below its least value, 1"},
+      {"COLLIE_PORT_RANGE", "50000-50010", NULL},  {"COLLIE_PORT_RANGE", "50010-50000", "not a range of ports"},
+      {"COLLIE_PORT_RANGE", "50000", "not a range of ports"},
+      {"COLLIE_PORT_RANGE", "1-65536", "not a range of ports"},
+  };
+  char msg[512];
+  for (int i = 0; i < COLLIE_NUM_PARAMS; i++) unsetenv(collie_param_table[i].name);
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    setenv(cases[i].name, cases[i].value, 1);
+    collie_params_reload();
+    msg[0] = 0;
+    int r = collie_params_validate(msg, sizeof(msg));
+    if (!cases[i].says) {
+      EXPECTF(r == 0, "%s=%s refused: %s", cases[i].name, cases[i].value, msg);
+    } else {
+      EXPECTF(r == -1, "%s=%s accepted", cases[i].name, cases[i].value);
+      EXPECT_CONTAINS(msg, cases[i].name);
+      EXPECT_CONTAINS(msg, cases[i].says);
+    }
+    unsetenv(cases[i].name);
+  }
+  collie_params_reload();
+}
+
 int main(void) {
   test_parse_size();
   test_table();
   test_sources();
   test_validate();
+  test_bounds();
   return unit_summary("test_core_params");
 }
