@@ -175,6 +175,34 @@ static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size
   return collie_comm_init_internal(comm, size, id, rank, NULL, -1);
 }
 
+/* The root address from MASTER_ADDR and MASTER_PORT. Under torchrun the port is taken:
+ * the elastic agent of the first host holds it with its rendezvous store (it tells its
+ * workers so with TORCHELASTIC_USE_AGENT_STORE), and in older versions the first worker's
+ * init_process_group did. Rank 0 failed there with "Address already in use", or, first
+ * to bind it, broke torch's own start. So where torchrun started the ranks
+ * (TORCHELASTIC_RUN_ID) collie meets one port higher, which every rank computes alike. */
+static collie_result_t master_address(int rank, char *out, size_t len) {
+  const char *h = getenv("MASTER_ADDR"), *p = getenv("MASTER_PORT");
+  char *end;
+  long port = strtol(p, &end, 10);
+  if (*end || port < 1 || port > 65535)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                        "collie_comm_init_env on rank %d: MASTER_PORT='%s' is not a port (1 to 65535)", rank, p);
+  const bool torchrun = getenv("TORCHELASTIC_RUN_ID") != NULL;
+  if (torchrun) {
+    if (port == 65535)
+      return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                          "collie_comm_init_env on rank %d: under torchrun collie meets at MASTER_PORT + 1, and "
+                          "MASTER_PORT is 65535: set COLLIE_ROOT_ADDR=host:port",
+                          rank);
+    port++;
+    COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank,
+                "torchrun's rendezvous store holds MASTER_PORT %s: collie's rank 0 listens on port %ld", p, port);
+  }
+  snprintf(out, len, strchr(h, ':') ? "[%s]:%ld" : "%s:%ld", h, port);
+  return COLLIE_SUCCESS;
+}
+
 collie_result_t collie_comm_init_env(collie_comm_t **comm) {
   if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_env: comm is NULL");
   *comm = NULL;
@@ -198,8 +226,8 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
   const char *addr = collie_param_str(COLLIE_P_ROOT_ADDR);
   char master[300];
   if (!addr && getenv("MASTER_ADDR") && getenv("MASTER_PORT")) {
-    const char *h = getenv("MASTER_ADDR");
-    snprintf(master, sizeof(master), strchr(h, ':') ? "[%s]:%s" : "%s:%s", h, getenv("MASTER_PORT"));
+    collie_result_t res = master_address(rank, master, sizeof(master));
+    if (res) return res;
     addr = master;
   }
   char key[256];

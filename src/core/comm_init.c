@@ -288,10 +288,12 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
                   collie_addr_str(&a, as, sizeof(as)), collie_hostname(), collie_addr_port(&a));
     listen_fd = collie_listen_exact(&a);
     if (listen_fd < 0) {
-      res = collie_error(NULL, COLLIE_ERR_SYSTEM,
-                         "rank 0 could not listen on %s from the unique id: %s; create the id in the process "
-                         "of rank 0 or make sure that address is this host's",
-                         collie_addr_str(&info.root, as, sizeof(as)), strerror(errno));
+      const bool taken = errno == EADDRINUSE;
+      res = collie_error(NULL, COLLIE_ERR_SYSTEM, "rank 0 could not listen on %s from the unique id: %s; %s",
+                         collie_addr_str(&info.root, as, sizeof(as)), strerror(errno),
+                         taken ? "another program holds that port (another job, or a rendezvous store such as "
+                                 "torch's on MASTER_PORT): give every rank a free one with COLLIE_ROOT_ADDR=host:port"
+                               : "create the id in the process of rank 0 or make sure that address is this host's");
       goto fail;
     }
   }

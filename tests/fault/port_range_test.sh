@@ -20,19 +20,7 @@ done
 echo "== malformed ranges refused on every rank"
 
 # Two free neighbouring ports, picked now (no fixed port): one short for 3 ranks over TCP.
-port=$(python3 - <<'PY'
-import socket
-for _ in range(100):
-    a = socket.socket(); a.bind(("", 0)); p = a.getsockname()[1]
-    b = socket.socket()
-    try:
-        b.bind(("", p + 1)); print(p); break
-    except OSError:
-        pass
-    finally:
-        a.close(); b.close()
-PY
-)
+port=$(python3 "$(dirname "$0")/../common/free_port_pair.py")
 [ -n "$port" ] || fail "found no two free neighbouring ports"
 range=$port-$((port + 1))
 start=$(date +%s)

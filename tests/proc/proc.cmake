@@ -61,3 +61,6 @@ set_tests_properties(p2p_two_hosts_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLI
 add_test(NAME netns_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns_hosts_test.sh $<TARGET_FILE:coll_check>
          $<TARGET_FILE:all_reduce_perf>)
 set_tests_properties(netns_two_hosts PROPERTIES TIMEOUT 150 LABELS fault)
+# Ranks started the torchrun way: collie meets beside the port torchrun's store holds.
+add_test(NAME torchrun_env COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/torchrun_env_test.sh $<TARGET_FILE:coll_check>)
+set_tests_properties(torchrun_env PROPERTIES TIMEOUT 120 ENVIRONMENT "${COLLIE_TEST_ENV}")
