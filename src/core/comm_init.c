@@ -213,7 +213,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
                         "collie_comm_init_rank_config: config->struct_size is %zu; initialise the config "
                         "with COLLIE_CONFIG_INIT",
                         config->struct_size);
-  if (collie_params_validate(msg, sizeof(msg)) != 0)
+  if (collie_params_validate(msg, sizeof(msg)) != 0 || collie_log_check_subsys(msg, sizeof(msg)) != 0)
     return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "rank %d: %s", rank, msg);
   collie_id_info_t info;
   int d = collie_id_decode(&id, &info);

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,26 @@ static int parse_subsys(const char *s) {
     for (size_t i = 0; i < sizeof(subsys_names) / sizeof(subsys_names[0]); i++)
       if (strcasecmp(tok, subsys_names[i].name) == 0) mask |= subsys_names[i].bit;
   return exclude ? (COLLIE_SUB_ALL & ~mask) : mask;
+}
+
+int collie_log_check_subsys(char *msg, size_t len) {
+  const char *s = collie_param_str(COLLIE_P_DEBUG_SUBSYS);
+  if (!s || !*s) return 0;
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", s[0] == '^' ? s + 1 : s);
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    bool known = false;
+    for (size_t i = 0; i < sizeof(subsys_names) / sizeof(subsys_names[0]); i++)
+      if (strcasecmp(tok, subsys_names[i].name) == 0) known = true;
+    if (!known) {
+      snprintf(msg, len,
+               "COLLIE_DEBUG_SUBSYS='%s' names an unknown subsystem '%s': use a comma list of INIT, BOOTSTRAP, "
+               "TRANSPORT, COLL, TUNE or ALL, with a leading ^ to exclude them",
+               s, tok);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 static void init(void) {

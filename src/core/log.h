@@ -3,6 +3,8 @@
 #ifndef COLLIE_LOG_H
 #define COLLIE_LOG_H
 
+#include <stddef.h>
+
 enum { COLLIE_LOG_NONE = 0, COLLIE_LOG_WARN = 1, COLLIE_LOG_INFO = 2, COLLIE_LOG_TRACE = 3 };
 enum {
   COLLIE_SUB_INIT = 1,
@@ -16,6 +18,9 @@ enum {
 int collie_log_enabled(int level, int subsys);
 void collie_log(int level, int subsys, int rank, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void collie_log_reload(void); /* tests: re-read COLLIE_DEBUG* */
+/* COLLIE_DEBUG_SUBSYS names only known subsystems: 0, or -1 with a sentence in msg (an
+ * unknown name, silently dropped, left a user without the logs they asked for). */
+int collie_log_check_subsys(char *msg, size_t len);
 const char *collie_hostname(void);
 
 #define COLLIE_LOG_(lvl, sub, rank, ...)                                   \

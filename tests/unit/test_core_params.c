@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/params.h"
 #include "core_unit.h"
 
@@ -187,6 +188,22 @@ static void test_bounds(void) {
     }
     unsetenv(cases[i].name);
   }
+  collie_params_reload();
+
+  /* COLLIE_DEBUG_SUBSYS: known names in any case, ^ to exclude; an unknown one is named. */
+  static const struct {
+    const char *value;
+    int ok;
+  } subsys[] = {{"INIT,COLL", 1}, {"^tune", 1}, {"ALL", 1}, {"INIT,FOO", 0}, {"^NET", 0}};
+  for (size_t i = 0; i < sizeof(subsys) / sizeof(subsys[0]); i++) {
+    setenv("COLLIE_DEBUG_SUBSYS", subsys[i].value, 1);
+    collie_params_reload();
+    msg[0] = 0;
+    int r = collie_log_check_subsys(msg, sizeof(msg));
+    EXPECTF(r == (subsys[i].ok ? 0 : -1), "COLLIE_DEBUG_SUBSYS=%s: %d (%s)", subsys[i].value, r, msg);
+    if (!subsys[i].ok) EXPECT_CONTAINS(msg, "names an unknown subsystem");
+  }
+  unsetenv("COLLIE_DEBUG_SUBSYS");
   collie_params_reload();
 }
 
