@@ -218,6 +218,12 @@ static void *bad_args_thread(void *p) {
   EXPECT_BAD(collie_allgatherv(buf, 3, out, counts, displs, COLLIE_FLOAT32, comm));
   EXPECT_BAD(collie_reduce_scatterv(buf, out, NULL, COLLIE_FLOAT32, COLLIE_SUM, comm));
   EXPECT_BAD(collie_alltoallv(buf, counts, NULL, out, counts, displs, COLLIE_FLOAT32, comm));
+  /* Displacements whose blocks wrap around the address space (one wrote 4 bytes before the
+   * receive buffer and returned success). */
+  size_t wrap[2] = {0, SIZE_MAX / 4};
+  EXPECT_BAD(collie_allgatherv(buf, 4, out, counts, wrap, COLLIE_FLOAT32, comm));
+  EXPECT_BAD(collie_alltoallv(buf, counts, displs, out, counts, wrap, COLLIE_FLOAT32, comm));
+  EXPECT_BAD(collie_alltoallv(buf, counts, wrap, out, counts, displs, COLLIE_FLOAT32, comm));
   EXPECT_BAD(collie_send(buf, 4, COLLIE_FLOAT32, n + 3, comm));
   EXPECT_BAD(collie_recv(NULL, 4, COLLIE_FLOAT32, 0, comm));
   EXPECT_BAD(collie_iallreduce(buf, out, 4, COLLIE_FLOAT32, COLLIE_SUM, comm, NULL));
