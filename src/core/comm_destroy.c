@@ -62,9 +62,17 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
   if (!atomic_load(&comm->failed)) {
     int64_t deadline = collie_now_ns() + (int64_t)comm->exec_timeout_ms * 1000000;
     if (collie_ctl_depart(comm, deadline) != COLLIE_SUCCESS) {
-      COLLIE_WARN(COLLIE_SUB_INIT, comm->rank,
-                  "rank %d destroyed its communicator although other ranks did not destroy theirs within %d s",
-                  comm->rank, comm->exec_timeout_ms / 1000);
+      /* Told to the others (collie_comm_fail), not only logged: a rank still waiting in an
+       * operation this rank never made (or completed at once, e.g. with count 0 here only)
+       * otherwise saw the connection close and reported that this rank "died or closed
+       * its connection without destroying the communicator". */
+      collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
+                       "rank %d destroyed its communicator after issuing %llu collective(s) on it, and gave up "
+                       "waiting %d s for the other ranks to destroy theirs; a rank still in an operation waits "
+                       "for a call rank %d did not make (refused with an argument error on some ranks only, "
+                       "a count of 0 on some ranks only, or operations in a different order): every rank must "
+                       "issue the same operations before destroying",
+                       comm->rank, (unsigned long long)comm->coll_seq, comm->exec_timeout_ms / 1000, comm->rank);
     }
   }
   collie_comm_teardown(comm);

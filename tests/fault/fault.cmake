@@ -22,6 +22,11 @@ set_tests_properties(fault_exec_timeout fault_test_timeout fault_connect_timeout
 add_test(NAME fault_shm_timeout COMMAND ${FAULT_BIN} shm-timeout)
 set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm")
+# Rank 0 of 3 completes an allreduce of 0 elements that the others call with 4, and
+# destroys: they must be told that it destroyed its communicator, not that it died.
+add_test(NAME fault_uneven_destroy COMMAND ${FAULT_BIN} uneven-destroy)
+set_tests_properties(fault_uneven_destroy PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2")
 # Timeouts with a progress thread. Whichever thread finds one holds the lock when it fails
 # the communicator: these hung while the failure's wake-up took that lock. In exec-timeout and
 # shm-timeout the waiting thread or the progress thread may find it; in test-timeout only

@@ -15,6 +15,8 @@
  *   fault_rank bad-args                 two threads: every bad argument is refused, comm still works
  *   fault_rank abort                    two threads: abort with an operation pending
  *   fault_rank slow-destroy             rank 1 destroys late: rank 0's destroy is bounded
+ *   fault_rank uneven-destroy           three threads: rank 0 completes an allreduce of 0
+ *                                       elements and destroys; the others learn that it did
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
@@ -292,6 +294,32 @@ static void *shm_timeout_thread(void *p) {
   return NULL;
 }
 
+/* Rank 0 calls allreduce with count 0 (complete at once), ranks 1 and 2 with count 4, as
+ * when the last batch is empty on one rank only; then rank 0 destroys its communicator.
+ * Ranks 1 and 2 must learn that rank 0 destroyed it (they were told it "died or closed
+ * its connection without destroying the communicator"). */
+static void *uneven_destroy_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  float in[4] = {1, 2, 3, 4}, out[4];
+  double t0 = now_s();
+  collie_result_t r = collie_allreduce(in, out, rank == 0 ? 0 : 4, COLLIE_FLOAT32, COLLIE_SUM, a->comm);
+  if (rank == 0) {
+    collie_result_t d = collie_comm_destroy(a->comm);
+    printf("rank 0: allreduce of 0 elements %s, destroy %s after %.1f s\n", collie_get_error_string(r),
+           collie_get_error_string(d), now_s() - t0);
+    a->rc = r || d || now_s() - t0 > 10;
+    return NULL;
+  }
+  const char *msg = collie_get_last_error(a->comm);
+  printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), now_s() - t0, msg);
+  a->rc = !(r == COLLIE_ERR_REMOTE && strstr(msg, "rank 0 destroyed its communicator") && !strstr(msg, "died") &&
+            now_s() - t0 < 10);
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
 static int threads(int n, void *(*fn)(void *)) {
   collie_comm_t *comms[3];
   collie_result_t r = collie_comm_init_all(comms, n);
@@ -323,6 +351,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout\n");
+  if (argc == 2 && !strcmp(argv[1], "uneven-destroy")) return threads(3, uneven_destroy_thread);
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy\n");
   return 2;
 }
