@@ -49,6 +49,12 @@ struct collie_comm {
   collie_lock_t lock;          /* posting and progress (core/lock.h) */
   struct collie_op *ops, *ops_tail; /* posted, in issue order */
   uint64_t coll_seq;           /* collectives issued so far */
+  /* The thread inside a blocking collective on this communicator (0: none), and which
+   * collective (its collie_coll_t and number): another thread's collective meanwhile fails
+   * the communicator (coll/coll.c). Set under lock; cleared by that collective's wait. */
+  _Atomic uintptr_t coll_thread;
+  int coll_thread_coll;
+  uint64_t coll_thread_seq;
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
   int native_ops;              /* posted shared-memory collectives not yet finished */
   bool native_prev_all;        /* the last finished round waited for every rank's staging */

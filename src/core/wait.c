@@ -143,6 +143,7 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     pthread_mutex_unlock(&comm->err_lock);
     collie_error(comm, res, "%s", msg);
   }
+  if (req->claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
   if (!req->in_frame) free(req);
   collie_comm_release(comm);
   return res;

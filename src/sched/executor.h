@@ -65,6 +65,7 @@ struct collie_request {
   collie_coll_t coll;      /* with seq: "allreduce #17", for error sentences */
   uint64_t seq;
   bool in_frame;           /* on a blocking call's stack: not freed */
+  bool claimed;            /* its blocking collective set comm->coll_thread, which the wait clears */
 };
 
 /* A blocking call outside a group waits for its operation before it returns, so its

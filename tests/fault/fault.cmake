@@ -27,6 +27,9 @@ set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
 add_test(NAME fault_uneven_destroy COMMAND ${FAULT_BIN} uneven-destroy)
 set_tests_properties(fault_uneven_destroy PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2")
+# Two threads of one rank calling collectives on one communicator at once.
+add_test(NAME fault_two_threads COMMAND ${FAULT_BIN} two-threads)
+set_tests_properties(fault_two_threads PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # Timeouts with a progress thread. Whichever thread finds one holds the lock when it fails
 # the communicator: these hung while the failure's wake-up took that lock. In exec-timeout and
 # shm-timeout the waiting thread or the progress thread may find it; in test-timeout only

@@ -17,6 +17,8 @@
  *   fault_rank slow-destroy             rank 1 destroys late: rank 0's destroy is bounded
  *   fault_rank uneven-destroy           three threads: rank 0 completes an allreduce of 0
  *                                       elements and destroys; the others learn that it did
+ *   fault_rank two-threads              two threads of one rank call collectives on one
+ *                                       communicator at once: refused on every rank
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
@@ -320,6 +322,75 @@ static void *uneven_destroy_thread(void *p) {
   return NULL;
 }
 
+/* Two threads of rank 0 on one communicator: thread A is inside a blocking allreduce
+ * (rank 1 joins late), thread B calls another. Every call must fail with
+ * COLLIE_ERR_INVALID_USAGE naming the overlap, on both ranks and at once: the ranks cannot
+ * pair two threads' collectives, and same-size calls were paired crosswise into wrong sums
+ * without an error. Then, on a new pair of communicators, collectives handed from one
+ * thread to the next (never at once) still work. */
+typedef struct {
+  collie_comm_t *comm;
+  collie_result_t r;
+  float out;
+} call_t;
+
+static void *allreduce_call(void *p) {
+  call_t *c = p;
+  float in = 1;
+  c->r = collie_allreduce(&in, &c->out, 1, COLLIE_FLOAT32, COLLIE_SUM, c->comm);
+  return NULL;
+}
+
+static void *two_threads_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  double t0 = now_s();
+  if (rank == 1) {
+    usleep(300000);
+    call_t c = {a->comm, 0, 0};
+    allreduce_call(&c);
+    const char *msg = collie_get_last_error(a->comm);
+    printf("rank 1: %s after %.1f s: %s\n", collie_get_error_string(c.r), now_s() - t0, msg);
+    a->rc = !(c.r == COLLIE_ERR_INVALID_USAGE && strstr(msg, "another thread") && now_s() - t0 < 5);
+  } else {
+    call_t ca = {a->comm, 0, 0}, cb = {a->comm, 0, 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, allreduce_call, &ca);
+    usleep(100000);
+    pthread_create(&tb, NULL, allreduce_call, &cb);
+    pthread_join(tb, NULL);
+    pthread_join(ta, NULL);
+    const char *msg = collie_get_last_error(a->comm);
+    printf("rank 0: thread A %s, thread B %s: %s\n", collie_get_error_string(ca.r), collie_get_error_string(cb.r), msg);
+    a->rc = !(ca.r == COLLIE_ERR_INVALID_USAGE && cb.r == COLLIE_ERR_INVALID_USAGE && strstr(msg, "another thread") &&
+              strstr(msg, "allreduce #1") && now_s() - t0 < 5);
+  }
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+static void *handoff_thread(void *p) {
+  targ_t *a = p;
+  for (int i = 0; i < 4 && !a->rc; i++) { /* each call from a new thread, one after the other */
+    call_t c = {a->comm, 0, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, allreduce_call, &c);
+    pthread_join(t, NULL);
+    if (c.r || c.out != 2.0f) {
+      printf("handoff call %d: %s, %g: %s\n", i, collie_get_error_string(c.r), (double)c.out,
+             collie_get_last_error(a->comm));
+      a->rc = 1;
+    }
+  }
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+static int threads(int n, void *(*fn)(void *));
+
+static int two_threads(void) { return threads(2, two_threads_thread) | threads(2, handoff_thread); }
+
 static int threads(int n, void *(*fn)(void *)) {
   collie_comm_t *comms[3];
   collie_result_t r = collie_comm_init_all(comms, n);
@@ -352,6 +423,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
   if (argc == 2 && !strcmp(argv[1], "uneven-destroy")) return threads(3, uneven_destroy_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy\n");
+  if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads\n");
   return 2;
 }
