@@ -198,6 +198,7 @@ collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *
   }
   comm->coll_seq++;
   collie_unlock(&comm->lock);
+  r->magic = COLLIE_REQ_LIVE;
   r->comm = comm;
   collie_comm_retain(comm);
   atomic_store(&r->done, 1);

@@ -30,7 +30,12 @@ typedef struct collie_peer {
   bool active;
 } collie_peer_t;
 
+/* comm->magic: a handle the user may still hold after collie_comm_destroy or abort is
+ * recognised (collie_comm_check) while its memory waits in a quarantine (comm_destroy.c). */
+enum { COLLIE_COMM_LIVE = 0x636f6d6d, COLLIE_COMM_DEAD = 0x64656164 };
+
 struct collie_comm {
+  uint32_t magic;
   int rank, nranks;
   uint8_t secret[16];
   uint64_t comm_hash;          /* names shared segments, checks connections */
@@ -134,6 +139,9 @@ void collie_comm_release(collie_comm_t *comm);
 
 /* Validates a communicator handle from the user; returns COLLIE_SUCCESS or an error. */
 collie_result_t collie_comm_check(collie_comm_t *comm, const char *fn);
+/* The handle alone (not NULL, not destroyed, not garbage), for calls that work on a failed
+ * communicator too. */
+collie_result_t collie_comm_check_handle(const collie_comm_t *comm, const char *fn);
 
 int64_t collie_now_ns(void);
 

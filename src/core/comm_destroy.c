@@ -38,6 +38,29 @@ void collie_comm_teardown(collie_comm_t *comm) {
    * thread still inside a wait on this communicator may be about to sleep on its doorbell. */
 }
 
+/* A destroyed communicator's struct is kept, marked dead, until QUARANTINE more have been
+ * destroyed: a program that calls collie_comm_destroy after collie_comm_abort (or destroys
+ * twice, or calls a collective after either) then gets COLLIE_ERR_INVALID_USAGE instead of
+ * reading freed memory (heap-use-after-free under ASan; a crash or a stranger's data
+ * without). The big parts (segments, peers, queues) go at once; each struct is ~2.5 KB. */
+enum { QUARANTINE = 16 };
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static collie_comm_t *quarantine[QUARANTINE];
+static unsigned quarantine_next;
+
+static void quarantine_comm(collie_comm_t *comm) {
+  comm->magic = COLLIE_COMM_DEAD;
+  pthread_mutex_lock(&quarantine_lock);
+  collie_comm_t *old = quarantine[quarantine_next];
+  quarantine[quarantine_next] = comm;
+  quarantine_next = (quarantine_next + 1) % QUARANTINE;
+  pthread_mutex_unlock(&quarantine_lock);
+  if (old) {
+    pthread_mutex_destroy(&old->err_lock);
+    free(old);
+  }
+}
+
 void collie_comm_free(collie_comm_t *comm) {
   collie_shm_destroy(comm);
   free(comm->cards);
@@ -48,17 +71,22 @@ void collie_comm_free(collie_comm_t *comm) {
   free(comm->algo_spec);
   collie_sched_cache_free(comm);
   collie_comm_free_scratch(comm);
-  pthread_mutex_destroy(&comm->err_lock);
-  free(comm);
+  comm->cards = NULL;
+  comm->peers = NULL;
+  comm->local_ranks = NULL;
+  quarantine_comm(comm);
 }
 
 collie_result_t collie_comm_destroy(collie_comm_t *comm) {
-  if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_destroy: the communicator is NULL");
+  collie_result_t res = collie_comm_check_handle(comm, "collie_comm_destroy");
+  if (res) return res;
   if (atomic_exchange(&comm->destroyed, 1))
-    return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "collie_comm_destroy on rank %d: already destroyed",
+    return collie_error(comm, COLLIE_ERR_INVALID_USAGE,
+                        "collie_comm_destroy on rank %d: the communicator was already destroyed or aborted; a "
+                        "communicator is destroyed or aborted once",
                         comm->rank);
   /* Finish what was issued, then leave together, so that nobody waits on a departed rank. */
-  collie_result_t res = collie_comm_synchronize_internal(comm);
+  res = collie_comm_synchronize_internal(comm);
   if (!atomic_load(&comm->failed)) {
     int64_t deadline = collie_now_ns() + (int64_t)comm->exec_timeout_ms * 1000000;
     if (collie_ctl_depart(comm, deadline) != COLLIE_SUCCESS) {
@@ -84,13 +112,18 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
 }
 
 collie_result_t collie_comm_abort(collie_comm_t *comm) {
-  if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_abort: the communicator is NULL");
+  collie_result_t res = collie_comm_check_handle(comm, "collie_comm_abort");
+  if (res) return res;
   if (atomic_exchange(&comm->aborted, 1)) return COLLIE_SUCCESS;
-  atomic_store(&comm->destroyed, 1);
+  const bool destroying = atomic_exchange(&comm->destroyed, 1);
   collie_comm_fail(comm, COLLIE_ERR_ABORTED, true,
                    "rank %d: the communicator was aborted (collie_comm_abort); its pending operations did not "
                    "complete",
                    comm->rank);
+  /* A collie_comm_destroy in another thread (waiting for operations or for the other ranks)
+   * now returns at once, and it tears down and drops the handle: both doing it tore down
+   * twice and freed the communicator under the destroy. */
+  if (destroying) return COLLIE_SUCCESS;
   collie_comm_teardown(comm);
   collie_comm_release(comm);
   return COLLIE_SUCCESS;

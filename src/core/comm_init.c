@@ -229,6 +229,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
 
   collie_comm_t *comm = calloc(1, sizeof(*comm));
   if (!comm) return collie_error(NULL, COLLIE_ERR_SYSTEM, "rank %d: out of memory", rank);
+  comm->magic = COLLIE_COMM_LIVE;
   pthread_mutex_init(&comm->err_lock, NULL);
   atomic_store(&comm->refs, 1);
   comm->rank = rank;

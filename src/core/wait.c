@@ -124,6 +124,57 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
   else sleep_once(comm, done);
 }
 
+/* A finished request is kept, marked dead, until QUARANTINE more have finished in the
+ * same thread: waiting for it again (MPI sets the handle to MPI_REQUEST_NULL, collie cannot)
+ * or testing it after collie_test said done then gets COLLIE_ERR_INVALID_USAGE instead of
+ * reading freed memory, or waiting for whichever request reused it. Per thread, without a
+ * lock; a thread's last ones are freed when it exits. */
+enum { QUARANTINE = 64 };
+typedef struct {
+  collie_request_t *slot[QUARANTINE];
+  unsigned next;
+} quarantine_t;
+static _Thread_local quarantine_t *quarantine;
+static pthread_key_t quarantine_key;
+static pthread_once_t quarantine_once = PTHREAD_ONCE_INIT;
+
+static void quarantine_free(void *p) {
+  quarantine_t *q = p;
+  for (int i = 0; i < QUARANTINE; i++) free(q->slot[i]);
+  free(q);
+}
+
+static void quarantine_key_make(void) {
+  if (pthread_key_create(&quarantine_key, quarantine_free)) abort();
+}
+
+static void retire_request(collie_request_t *req) {
+  req->magic = COLLIE_REQ_DEAD;
+  if (req->in_frame) return;
+  if (!quarantine) {
+    pthread_once(&quarantine_once, quarantine_key_make);
+    quarantine = calloc(1, sizeof(*quarantine));
+    if (!quarantine || pthread_setspecific(quarantine_key, quarantine)) {
+      free(quarantine);
+      quarantine = NULL;
+      free(req);
+      return;
+    }
+  }
+  free(quarantine->slot[quarantine->next]);
+  quarantine->slot[quarantine->next] = req;
+  quarantine->next = (quarantine->next + 1) % QUARANTINE;
+}
+
+static collie_result_t check_request(const collie_request_t *req, const char *fn) {
+  collie_result_t res = collie_check_magic(req, COLLIE_REQ_LIVE, COLLIE_REQ_DEAD, fn, "request");
+  if (res != COLLIE_ERR_INVALID_USAGE) return res;
+  return collie_error(NULL, res,
+                      "%s: the request already completed and was freed by collie_wait, or by collie_test when it "
+                      "reported done; a request is waited for (or tested until done) once",
+                      fn);
+}
+
 collie_result_t collie_request_wait(collie_request_t *req) {
   collie_comm_t *comm = req->comm;
   int idle = 0;
@@ -144,19 +195,20 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     collie_error(comm, res, "%s", msg);
   }
   if (req->claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
-  if (!req->in_frame) free(req);
+  retire_request(req);
   collie_comm_release(comm);
   return res;
 }
 
 collie_result_t collie_wait(collie_request_t *req) {
-  if (!req) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_wait: the request is NULL");
-  return collie_request_wait(req);
+  collie_result_t res = check_request(req, "collie_wait");
+  return res ? res : collie_request_wait(req);
 }
 
 collie_result_t collie_test(collie_request_t *req, int *done) {
-  if (!req || !done)
-    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: %s is NULL", req ? "done" : "request");
+  if (!done) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: done is NULL");
+  collie_result_t res = check_request(req, "collie_test");
+  if (res) return res;
   if (!atomic_load_explicit(&req->done, memory_order_acquire) && !req->comm->has_progress_thread)
     progress_once(req->comm, true); /* called at the user's pace: every call may be the last for a while */
   if (!atomic_load_explicit(&req->done, memory_order_acquire)) {

@@ -58,7 +58,13 @@ typedef struct collie_op {
   struct collie_frame *frame;            /* the blocking call's frame it lives in, or NULL (malloc) */
 } collie_op_t;
 
+/* request->magic: a request the user waits for (or tests) again after collie_wait or a
+ * collie_test that said done freed it is recognised while it waits in a quarantine
+ * (core/wait.c). */
+enum { COLLIE_REQ_LIVE = 0x72657175, COLLIE_REQ_DEAD = 0x66726565 };
+
 struct collie_request {
+  uint32_t magic;
   collie_comm_t *comm;
   _Atomic int done;
   collie_result_t result;

@@ -19,6 +19,9 @@
  *                                       elements and destroys; the others learn that it did
  *   fault_rank two-threads              two threads of one rank call collectives on one
  *                                       communicator at once: refused on every rank
+ *   fault_rank stale-handles            requests and communicators used after they were
+ *                                       freed (waited twice, destroyed after abort, ...) are
+ *                                       refused; an abort during a destroy is safe
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
@@ -192,16 +195,19 @@ typedef struct {
   int rc;
 } targ_t;
 
-#define EXPECT_BAD(call)                                                                                 \
-  do {                                                                                                   \
-    collie_result_t r_ = (call);                                                                         \
-    const char *m_ = collie_get_last_error(comm);                                                        \
-    if (r_ != COLLIE_ERR_INVALID_ARGUMENT || !strstr(m_, "rank")) {                                      \
-      fprintf(stderr, "rank %d: %s returned %s (%s), expected an invalid-argument sentence\n", rank, #call, \
-              collie_get_error_string(r_), m_);                                                          \
-      a->rc = 1;                                                                                         \
-    }                                                                                                    \
+/* `call` must return `code` with a sentence (comm's last error, or the thread's when comm
+ * is NULL) that contains `word`. */
+#define EXPECT_CODE(call, code, errcomm, word)                                                             \
+  do {                                                                                                     \
+    collie_result_t r_ = (call);                                                                           \
+    const char *m_ = collie_get_last_error(errcomm);                                                       \
+    if (r_ != (code) || !strstr(m_, word)) {                                                               \
+      fprintf(stderr, "rank %d: %s returned %s (%s), expected %s with a sentence\n", rank, #call,           \
+              collie_get_error_string(r_), m_, collie_get_error_string(code));                            \
+      a->rc = 1;                                                                                           \
+    }                                                                                                      \
   } while (0)
+#define EXPECT_BAD(call) EXPECT_CODE(call, COLLIE_ERR_INVALID_ARGUMENT, comm, "rank")
 
 static void *bad_args_thread(void *p) {
   targ_t *a = p;
@@ -387,24 +393,101 @@ static void *handoff_thread(void *p) {
   return NULL;
 }
 
+/* Handles used after they were freed, as MPI users do (MPI sets a waited request and a
+ * freed communicator to a null handle; collie cannot change the caller's variable): each
+ * must be refused with COLLIE_ERR_INVALID_USAGE. They read freed memory (and could wait
+ * for whichever request reused it). */
+#define EXPECT_USAGE(call) EXPECT_CODE(call, COLLIE_ERR_INVALID_USAGE, NULL, "already")
+
+static void *stale_handles_thread(void *p) {
+  targ_t *a = p;
+  collie_comm_t *comm = a->comm;
+  int rank, n, done = 0;
+  collie_comm_rank(comm, &rank);
+  collie_comm_size(comm, &n);
+  float x = 1, y = 0;
+  collie_request_t *req;
+  if (collie_iallreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, comm, &req) || collie_wait(req)) a->rc = 1;
+  EXPECT_USAGE(collie_wait(req));
+  EXPECT_USAGE(collie_test(req, &done));
+  if (collie_isend(&x, 1, COLLIE_FLOAT32, (rank + 1) % n, comm, &req)) a->rc = 1;
+  collie_request_t *rreq;
+  if (collie_irecv(&y, 1, COLLIE_FLOAT32, (rank + n - 1) % n, comm, &rreq) || collie_wait(rreq)) a->rc = 1;
+  while (!a->rc && !done)
+    if (collie_test(req, &done)) a->rc = 1;
+  EXPECT_USAGE(collie_test(req, &done));
+  EXPECT_USAGE(collie_wait(req));
+  if (collie_comm_destroy(comm)) a->rc = 1;
+  EXPECT_USAGE(collie_comm_destroy(comm));
+  EXPECT_USAGE(collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, comm));
+  EXPECT_USAGE(collie_comm_abort(comm));
+  return NULL;
+}
+
+/* collie_comm_abort, then collie_comm_destroy (a cleanup path that destroys every
+ * communicator it created): the destroy must be refused, not free it again. */
+static void *abort_then_destroy_thread(void *p) {
+  targ_t *a = p;
+  collie_comm_t *comm = a->comm;
+  int rank;
+  collie_comm_rank(comm, &rank);
+  if (collie_comm_abort(comm)) a->rc = 1;
+  EXPECT_USAGE(collie_comm_destroy(comm));
+  EXPECT_USAGE(collie_barrier(comm));
+  return NULL;
+}
+
+/* Rank 0's destroy waits for rank 1, which destroys 1 s late; meanwhile the main thread
+ * aborts rank 0's communicator (a watchdog ending a stuck shutdown). Both tore it down and
+ * dropped the handle: the destroy then used freed memory. */
+static collie_comm_t *late_comms[2];
+static void *late_destroy_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  if (rank == 1) sleep(1);
+  double t0 = now_s();
+  collie_result_t r = collie_comm_destroy(a->comm);
+  printf("rank %d: destroy %s after %.1f s\n", rank, collie_get_error_string(r), now_s() - t0);
+  a->rc = r != COLLIE_SUCCESS || (rank == 0 && now_s() - t0 > 0.9);
+  return NULL;
+}
+
 static int threads(int n, void *(*fn)(void *));
+static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us);
+
+static int stale_handles(void) {
+  int rc = threads(2, stale_handles_thread) | threads(2, abort_then_destroy_thread);
+  if (collie_comm_init_all(late_comms, 2)) return 1;
+  return rc | threads_on(late_comms, 2, late_destroy_thread, late_comms[0], 300000);
+}
 
 static int two_threads(void) { return threads(2, two_threads_thread) | threads(2, handoff_thread); }
 
-static int threads(int n, void *(*fn)(void *)) {
-  collie_comm_t *comms[3];
-  collie_result_t r = collie_comm_init_all(comms, n);
-  if (r) return fail("init_all", r, NULL);
+/* Runs fn for each of n ranks, one thread each; `abort_after` (if any) is aborted by the
+ * calling thread abort_us microseconds after they start. */
+static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us) {
   pthread_t th[3];
   targ_t args[3];
   for (int i = 0; i < n; i++) args[i] = (targ_t){comms[i], 0};
   for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, fn, &args[i]);
   int rc = 0;
+  if (abort_after) {
+    usleep((useconds_t)abort_us);
+    rc = collie_comm_abort(abort_after) != COLLIE_SUCCESS;
+  }
   for (int i = 0; i < n; i++) {
     pthread_join(th[i], NULL);
     rc |= args[i].rc;
   }
   return rc;
+}
+
+static int threads(int n, void *(*fn)(void *)) {
+  collie_comm_t *comms[3];
+  collie_result_t r = collie_comm_init_all(comms, n);
+  if (r) return fail("init_all", r, NULL);
+  return threads_on(comms, n, fn, NULL, 0);
 }
 
 int main(int argc, char **argv) {
@@ -424,6 +507,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
   if (argc == 2 && !strcmp(argv[1], "uneven-destroy")) return threads(3, uneven_destroy_thread);
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads\n");
+  if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles\n");
   return 2;
 }
