@@ -47,24 +47,25 @@ static bool memo_hit(const collie_comm_t *comm, const collie_coll_args_t *args, 
  * communicator as its thread's until its wait ends; a collective from another thread
  * meanwhile fails the communicator on every rank. Calls that do not overlap a blocking
  * one in time (nonblocking calls from two threads, groups) are not seen. */
-static _Thread_local char thread_anchor;
-static uintptr_t this_thread(void) { return (uintptr_t)&thread_anchor; }
 
-/* Under comm->lock, which it gives back: whether another thread is inside a blocking
- * collective on comm; if so the communicator fails, and so does the call. */
-static collie_result_t one_thread_or_unlock(collie_comm_t *comm, const char *fn) {
+/* Under comm->lock: whether the communicator failed since the call's checks (a peer, or
+ * an abort from another thread or from a signal handler on this one, which may have torn
+ * it down: its shared memory is gone), or another thread is inside a blocking collective
+ * on comm, which then fails the communicator. The caller gives the lock back, then calls
+ * collie_comm_end_abort. */
+static collie_result_t usable_locked(collie_comm_t *comm, const char *fn) {
+  int failed = atomic_load_explicit(&comm->failed, memory_order_acquire);
+  if (failed) return collie_error(comm, (collie_result_t)failed, "%s", comm->fail_msg);
   uintptr_t holder = atomic_load_explicit(&comm->coll_thread, memory_order_relaxed);
-  if (!holder || holder == this_thread()) return COLLIE_SUCCESS;
-  const char *coll = collie_coll_name((collie_coll_t)comm->coll_thread_coll);
-  unsigned long long seq = (unsigned long long)comm->coll_thread_seq;
-  collie_unlock(&comm->lock);
+  if (!holder || holder == collie_thread_id()) return COLLIE_SUCCESS;
   collie_comm_fail(comm, COLLIE_ERR_INVALID_USAGE, false,
                    "rank %d: %s was called while another thread of this process was inside %s #%llu on the "
                    "same communicator; the ranks pair collectives by their order, which two threads calling at "
                    "once make different on each rank, so results would mix: issue the collectives of a "
                    "communicator from one thread at a time (in the same order on every rank), or give each "
                    "thread its own communicator (collie_comm_split)",
-                   comm->rank, fn, coll, seq);
+                   comm->rank, fn, collie_coll_name((collie_coll_t)comm->coll_thread_coll),
+                   (unsigned long long)comm->coll_thread_seq);
   return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s", comm->fail_msg);
 }
 
@@ -88,6 +89,12 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   bool cached = false, native = false;
   static collie_sched_t no_steps; /* what a shared-memory collective's op carries */
   collie_lock(&comm->lock);
+  collie_result_t res = usable_locked(comm, fn);
+  if (res) {
+    collie_unlock(&comm->lock);
+    collie_comm_end_abort(comm);
+    return res;
+  }
   if (memo_hit(comm, args, call->bytes)) {
     /* The same call as the last shared-memory one: the same choice, without the cost
      * model (2 ranks, 8 B all-reduce: it was a tenth of the call). */
@@ -166,22 +173,25 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     op->avg_buf = call->avg_buf;
     op->avg_count = call->avg_count;
   }
-  collie_result_t res = one_thread_or_unlock(comm, fn);
+  res = usable_locked(comm, fn);
   if (res) {
     op->temp = NULL; /* not taken: the caller still owns it and gives it back */
     collie_op_discard(op);
+    collie_unlock(&comm->lock);
+    collie_comm_end_abort(comm);
     return res;
   }
   bool kick;
   res = collie_post_locked(comm, op, req, &kick);
   if (!res && frame) { /* a blocking call outside a group: the thread is the communicator's until its wait ends */
-    atomic_store_explicit(&comm->coll_thread, this_thread(), memory_order_relaxed);
+    atomic_store_explicit(&comm->coll_thread, collie_thread_id(), memory_order_relaxed);
     comm->coll_thread_coll = (int)args->coll;
     comm->coll_thread_seq = (*req)->seq;
     (*req)->claimed = true;
   }
   collie_unlock(&comm->lock);
   if (kick) collie_progress_kick(comm);
+  if (res) collie_comm_end_abort(comm);
   if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
   return res;
 }
@@ -191,9 +201,11 @@ collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *
   collie_request_t *r = calloc(1, sizeof(*r));
   if (!r) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", call->fn, comm->rank);
   collie_lock(&comm->lock);
-  collie_result_t res = one_thread_or_unlock(comm, call->fn);
+  collie_result_t res = usable_locked(comm, call->fn);
   if (res) {
+    collie_unlock(&comm->lock);
     free(r);
+    collie_comm_end_abort(comm);
     return res;
   }
   comm->coll_seq++;

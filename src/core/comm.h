@@ -96,6 +96,9 @@ struct collie_comm {
   bool fail_from_remote;       /* the failure was another rank's, relayed (written with fail_msg) */
   bool fail_explained;         /* this rank has logged what it was waiting on then (executor.c) */
   _Atomic int aborted;
+  /* collie_comm_abort ran in a signal handler on the thread holding `lock`: the teardown
+   * and the release of the handle wait for the next wait or call (collie_comm_end_abort). */
+  _Atomic int abort_deferred;
   _Atomic int refs;            /* the user's handle + outstanding requests */
   _Atomic int destroyed;
 
@@ -132,6 +135,9 @@ void collie_comm_wake(collie_comm_t *comm);
 /* Wakes the progress thread if it sleeps for want of work (wait.c); no lock needed. */
 void collie_progress_kick(collie_comm_t *comm);
 
+/* Completes an abort that a signal handler had to leave half done; call without the lock. */
+void collie_comm_end_abort(collie_comm_t *comm);
+
 /* Reference counting: the comm's memory lives until the user's handle and every request
  * are gone. */
 void collie_comm_retain(collie_comm_t *comm);
@@ -144,5 +150,11 @@ collie_result_t collie_comm_check(collie_comm_t *comm, const char *fn);
 collie_result_t collie_comm_check_handle(const collie_comm_t *comm, const char *fn);
 
 int64_t collie_now_ns(void);
+
+/* pthread_create for collie's own threads (watchdog, progress, collie_comm_init_all's
+ * ranks): they start with every signal blocked, so that the program's handlers run on its
+ * own threads. A handler that ran on the watchdog and called collie_comm_abort freed the
+ * watchdog's state under it. */
+int collie_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 #endif

@@ -38,11 +38,14 @@ void collie_comm_teardown(collie_comm_t *comm) {
    * thread still inside a wait on this communicator may be about to sleep on its doorbell. */
 }
 
-/* A destroyed communicator's struct is kept, marked dead, until QUARANTINE more have been
+/* A destroyed communicator's memory is kept, marked dead, until QUARANTINE more have been
  * destroyed: a program that calls collie_comm_destroy after collie_comm_abort (or destroys
  * twice, or calls a collective after either) then gets COLLIE_ERR_INVALID_USAGE instead of
  * reading freed memory (heap-use-after-free under ASan; a crash or a stranger's data
- * without). The big parts (segments, peers, queues) go at once; each struct is ~2.5 KB. */
+ * without). And a call that had passed its checks when another thread, or a signal
+ * handler on its own, aborted the communicator reads memory still there, and finds the
+ * failure under the lock before it posts. What the OS holds (segments, sockets, threads)
+ * goes at once; the struct (~2.5 KB) and its tables stay. */
 enum { QUARANTINE = 16 };
 static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
 static collie_comm_t *quarantine[QUARANTINE];
@@ -55,25 +58,22 @@ static void quarantine_comm(collie_comm_t *comm) {
   quarantine[quarantine_next] = comm;
   quarantine_next = (quarantine_next + 1) % QUARANTINE;
   pthread_mutex_unlock(&quarantine_lock);
-  if (old) {
-    pthread_mutex_destroy(&old->err_lock);
-    free(old);
-  }
+  if (!old) return;
+  free(old->cards);
+  free(old->peers);
+  free(old->local_ranks);
+  free(old->algo);
+  free(old->proto);
+  free(old->algo_spec);
+  collie_sched_cache_free(old);
+  collie_comm_free_scratch(old);
+  pthread_mutex_destroy(&old->err_lock);
+  free(old);
 }
 
 void collie_comm_free(collie_comm_t *comm) {
   collie_shm_destroy(comm);
-  free(comm->cards);
-  free(comm->peers);
-  free(comm->local_ranks);
-  free(comm->algo);
-  free(comm->proto);
-  free(comm->algo_spec);
-  collie_sched_cache_free(comm);
   collie_comm_free_scratch(comm);
-  comm->cards = NULL;
-  comm->peers = NULL;
-  comm->local_ranks = NULL;
   quarantine_comm(comm);
 }
 
@@ -111,6 +111,8 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
   return COLLIE_SUCCESS;
 }
 
+enum { ABORT_LOCK_MS = 100 };
+
 collie_result_t collie_comm_abort(collie_comm_t *comm) {
   collie_result_t res = collie_comm_check_handle(comm, "collie_comm_abort");
   if (res) return res;
@@ -124,7 +126,24 @@ collie_result_t collie_comm_abort(collie_comm_t *comm) {
    * now returns at once, and it tears down and drops the handle: both doing it tore down
    * twice and freed the communicator under the destroy. */
   if (destroying) return COLLIE_SUCCESS;
+  /* Called from a signal handler that interrupted this thread inside the library, with the
+   * lock held (or just taken, its owner not yet written): the teardown would wait for it
+   * forever (it hung so, 9 times in 12 with an abort from SIGALRM during a loop of
+   * all-reduces). The failure is set, so the interrupted call fails when the handler
+   * returns; its wait, or the next call, ends the abort (collie_comm_end_abort). A lock
+   * another thread holds for long is treated alike: deferring is always safe. */
+  if (collie_lock_mine(&comm->lock) || !collie_lock_within(&comm->lock, ABORT_LOCK_MS)) {
+    atomic_store(&comm->abort_deferred, 1);
+    return COLLIE_SUCCESS;
+  }
+  collie_unlock(&comm->lock);
   collie_comm_teardown(comm);
   collie_comm_release(comm);
   return COLLIE_SUCCESS;
+}
+
+void collie_comm_end_abort(collie_comm_t *comm) {
+  if (!atomic_load(&comm->abort_deferred) || !atomic_exchange(&comm->abort_deferred, 0)) return;
+  collie_comm_teardown(comm);
+  collie_comm_release(comm);
 }

@@ -373,7 +373,7 @@ collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
   for (int r = 0; r < nranks; r++) {
     comms[r] = NULL;
     args[r] = (init_all_arg_t){&comms[r], nranks, r, id, COLLIE_SUCCESS, ""};
-    if (pthread_create(&th[r], NULL, init_all_thread, &args[r]) != 0) {
+    if (collie_thread_start(&th[r], init_all_thread, &args[r]) != 0) {
       args[r].res = COLLIE_ERR_SYSTEM;
       snprintf(args[r].err, sizeof(args[r].err), "collie_comm_init_all could not start a thread for rank %d", r);
       break;

@@ -196,6 +196,7 @@ collie_result_t collie_request_wait(collie_request_t *req) {
   }
   if (req->claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
   retire_request(req);
+  collie_comm_end_abort(comm);
   collie_comm_release(comm);
   return res;
 }
@@ -303,7 +304,7 @@ void collie_progress_kick(collie_comm_t *comm) {
 
 collie_result_t collie_start_progress_thread(collie_comm_t *comm) {
   if (collie_param_int(COLLIE_P_PROGRESS_THREAD) <= 0) return COLLIE_SUCCESS;
-  if (pthread_create(&comm->progress_thread, NULL, progress_main, comm) != 0)
+  if (collie_thread_start(&comm->progress_thread, progress_main, comm) != 0)
     return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its progress thread", comm->rank);
   comm->has_progress_thread = true;
   return COLLIE_SUCCESS;

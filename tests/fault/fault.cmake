@@ -33,6 +33,9 @@ set_tests_properties(fault_two_threads PROPERTIES TIMEOUT 60 LABELS fault ENVIRO
 # Requests and communicators used after they were freed; an abort during a destroy.
 add_test(NAME fault_stale_handles COMMAND ${FAULT_BIN} stale-handles)
 set_tests_properties(fault_stale_handles PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# A signal handler aborting a communicator that a thread is using (40 repetitions).
+add_test(NAME fault_signal_abort COMMAND ${FAULT_BIN} signal-abort)
+set_tests_properties(fault_signal_abort PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # Timeouts with a progress thread. Whichever thread finds one holds the lock when it fails
 # the communicator: these hung while the failure's wake-up took that lock. In exec-timeout and
 # shm-timeout the waiting thread or the progress thread may find it; in test-timeout only

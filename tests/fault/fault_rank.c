@@ -22,10 +22,12 @@
  *   fault_rank stale-handles            requests and communicators used after they were
  *                                       freed (waited twice, destroyed after abort, ...) are
  *                                       refused; an abort during a destroy is safe
+ *   fault_rank signal-abort             a signal handler aborts a communicator in use
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -453,6 +455,75 @@ static void *late_destroy_thread(void *p) {
   return NULL;
 }
 
+/* A signal handler aborts rank 0's communicator while rank 0 loops all-reduces with rank 1
+ * (as a SIGALRM watchdog or a SIGINT handler would). The handler often interrupts rank 0
+ * holding the communicator's lock: the abort waited for it forever (hung 9 times in 12),
+ * or tore the communicator down under the interrupted call (SIGSEGV); and the signal could
+ * land on collie's own threads, whose state the abort then freed under them. Every
+ * repetition must end: rank 0 with COLLIE_ERR_ABORTED (or COLLIE_ERR_INVALID_USAGE for the
+ * freed handle), rank 1 with an error, the handler having run on rank 0's thread (the
+ * others block SIGUSR1). */
+static collie_comm_t *sig_comms[2];
+static _Atomic(pthread_t) sig_thread;
+static _Atomic int sig_on_rank0;
+static void abort_handler(int sig) {
+  (void)sig;
+  sig_on_rank0 = pthread_equal(pthread_self(), sig_thread);
+  collie_comm_abort(sig_comms[0]);
+}
+
+static void *sig_loop_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  sigset_t usr1; /* blocked by the creating thread: rank 0 takes it */
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  if (rank == 0) {
+    sig_thread = pthread_self();
+    pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+  }
+  float x[64] = {0}, y[64];
+  collie_result_t r;
+  long n = 0;
+  while (!(r = collie_allreduce(x, y, 64, COLLIE_FLOAT32, COLLIE_SUM, a->comm))) n++;
+  /* Rank 0: the interrupted call fails as aborted, or, when the signal came between two
+   * calls, the next call finds its handle freed. */
+  a->rc = rank == 0 ? r != COLLIE_ERR_ABORTED && r != COLLIE_ERR_INVALID_USAGE : r == COLLIE_SUCCESS;
+  if (a->rc) printf("rank %d: %s after %ld all-reduces: %s\n", rank, collie_get_error_string(r), n,
+                    collie_get_last_error(NULL));
+  if (rank == 1) collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+enum { REPS = 40 }; /* before the fix, a run of 12 hung about one time in two */
+
+static int signal_abort(void) {
+  struct sigaction sa = {0};
+  sa.sa_handler = abort_handler;
+  sigaction(SIGUSR1, &sa, NULL);
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, NULL); /* this thread: never the handler's */
+  int rc = 0;
+  for (int rep = 0; rep < REPS && !rc; rep++) {
+    if (collie_comm_init_all(sig_comms, 2)) return 1;
+    pthread_t th[2];
+    targ_t args[2] = {{sig_comms[0], 0}, {sig_comms[1], 0}};
+    sig_thread = (pthread_t)0;
+    sig_on_rank0 = 0;
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, sig_loop_thread, &args[i]);
+    usleep((useconds_t)(2000 + (rep * 7919) % 40000));
+    kill(getpid(), SIGUSR1); /* to the process: any thread that does not block it */
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    rc = args[0].rc | args[1].rc | !sig_on_rank0;
+    if (!sig_on_rank0) printf("repetition %d: the handler ran on a thread other than rank 0's\n", rep);
+  }
+  printf("signal-abort: %s\n", rc ? "FAILED" : "every repetition ended");
+  return rc;
+}
+
 static int threads(int n, void *(*fn)(void *));
 static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us);
 
@@ -508,6 +579,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "uneven-destroy")) return threads(3, uneven_destroy_thread);
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles\n");
+  if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort\n");
   return 2;
 }
