@@ -98,8 +98,9 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
                        "rank %d destroyed its communicator after issuing %llu collective(s) on it, and gave up "
                        "waiting %d s for the other ranks to destroy theirs; a rank still in an operation waits "
                        "for a call rank %d did not make (refused with an argument error on some ranks only, "
-                       "a count of 0 on some ranks only, or operations in a different order): every rank must "
-                       "issue the same operations before destroying",
+                       "a count of 0 on some ranks only, or operations in a different order), and ranks that "
+                       "destroy several communicators must destroy them in the same order: every rank must "
+                       "issue the same operations and destroys",
                        comm->rank, (unsigned long long)comm->coll_seq, comm->exec_timeout_ms / 1000, comm->rank);
     }
   }
