@@ -128,7 +128,9 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
  * same thread: waiting for it again (MPI sets the handle to MPI_REQUEST_NULL, collie cannot)
  * or testing it after collie_test said done then gets COLLIE_ERR_INVALID_USAGE instead of
  * reading freed memory, or waiting for whichever request reused it. Per thread, without a
- * lock; a thread's last ones are freed when it exits. */
+ * lock; when a thread exits, its last ones move to a shared ring (under a mutex, rarely
+ * taken), since another thread may still hold them: a waiter thread that exited freed
+ * the request a second waiter then read. */
 enum { QUARANTINE = 64 };
 typedef struct {
   collie_request_t *slot[QUARANTINE];
@@ -137,19 +139,34 @@ typedef struct {
 static _Thread_local quarantine_t *quarantine;
 static pthread_key_t quarantine_key;
 static pthread_once_t quarantine_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t exited_lock = PTHREAD_MUTEX_INITIALIZER;
+static quarantine_t exited; /* the requests of threads that exited */
 
-static void quarantine_free(void *p) {
+/* Puts req into q's oldest slot; returns what was there, to free. */
+static collie_request_t *quarantine_put(quarantine_t *q, collie_request_t *req) {
+  collie_request_t *old = q->slot[q->next];
+  q->slot[q->next] = req;
+  q->next = (q->next + 1) % QUARANTINE;
+  return old;
+}
+
+static void quarantine_exit(void *p) {
   quarantine_t *q = p;
-  for (int i = 0; i < QUARANTINE; i++) free(q->slot[i]);
+  for (int i = 0; i < QUARANTINE; i++) {
+    if (!q->slot[i]) continue;
+    pthread_mutex_lock(&exited_lock);
+    collie_request_t *old = quarantine_put(&exited, q->slot[i]);
+    pthread_mutex_unlock(&exited_lock);
+    free(old);
+  }
   free(q);
 }
 
 static void quarantine_key_make(void) {
-  if (pthread_key_create(&quarantine_key, quarantine_free)) abort();
+  if (pthread_key_create(&quarantine_key, quarantine_exit)) abort();
 }
 
 static void retire_request(collie_request_t *req) {
-  req->magic = COLLIE_REQ_DEAD;
   if (req->in_frame) return;
   if (!quarantine) {
     pthread_once(&quarantine_once, quarantine_key_make);
@@ -161,9 +178,7 @@ static void retire_request(collie_request_t *req) {
       return;
     }
   }
-  free(quarantine->slot[quarantine->next]);
-  quarantine->slot[quarantine->next] = req;
-  quarantine->next = (quarantine->next + 1) % QUARANTINE;
+  free(quarantine_put(quarantine, req));
 }
 
 static collie_result_t check_request(const collie_request_t *req, const char *fn) {
@@ -186,6 +201,15 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     if (progress_once(comm, false)) idle = 0;
     else if (!atomic_load_explicit(&req->done, memory_order_acquire)) collie_idle(comm, &idle, &req->done);
   }
+  /* One completion per request: two threads waiting for (or testing) it at once both got
+   * here, and each released it and its communicator. (A blocking call's request is its
+   * own: no atomic operation for it.) */
+  uint32_t live = COLLIE_REQ_LIVE;
+  if (!req->in_frame && !atomic_compare_exchange_strong(&req->magic, &live, COLLIE_REQ_DEAD))
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
+                        "collie_wait/collie_test on rank %d: another thread waited for or tested this request "
+                        "at the same time and completed it; one thread waits for a request",
+                        comm->rank);
   collie_result_t res = req->result;
   if (res != COLLIE_SUCCESS) {
     pthread_mutex_lock(&comm->err_lock);

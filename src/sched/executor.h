@@ -64,7 +64,7 @@ typedef struct collie_op {
 enum { COLLIE_REQ_LIVE = 0x72657175, COLLIE_REQ_DEAD = 0x66726565 };
 
 struct collie_request {
-  uint32_t magic;
+  _Atomic uint32_t magic;
   collie_comm_t *comm;
   _Atomic int done;
   collie_result_t result;

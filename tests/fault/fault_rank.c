@@ -21,7 +21,8 @@
  *                                       communicator at once: refused on every rank
  *   fault_rank stale-handles            requests and communicators used after they were
  *                                       freed (waited twice, destroyed after abort, ...) are
- *                                       refused; an abort during a destroy is safe
+ *                                       refused; two threads waiting for one request;
+ *                                       an abort during a destroy is safe
  *   fault_rank signal-abort             a signal handler aborts a communicator in use
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
@@ -426,6 +427,41 @@ static void *stale_handles_thread(void *p) {
   return NULL;
 }
 
+/* Two threads of rank 0 wait for the same receive at once, 50 times: exactly one must
+ * complete it, the other get COLLIE_ERR_INVALID_USAGE. Both completed it, each releasing
+ * the request and the communicator (heap-use-after-free under ASan). */
+static collie_request_t *shared_req;
+static void *wait_shared(void *p) {
+  *(collie_result_t *)p = collie_wait(shared_req);
+  return NULL;
+}
+
+static void *two_waiters_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  float x = 1, y = 0;
+  for (int it = 0; it < 50 && !a->rc; it++) {
+    if (rank == 1) {
+      usleep(200);
+      a->rc = collie_send(&x, 1, COLLIE_FLOAT32, 0, a->comm) != COLLIE_SUCCESS;
+      continue;
+    }
+    if (collie_irecv(&y, 1, COLLIE_FLOAT32, 1, a->comm, &shared_req)) a->rc = 1;
+    collie_result_t r[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, wait_shared, &r[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    if (!((r[0] == COLLIE_SUCCESS && r[1] == COLLIE_ERR_INVALID_USAGE) ||
+          (r[1] == COLLIE_SUCCESS && r[0] == COLLIE_ERR_INVALID_USAGE))) {
+      printf("two waiters, repetition %d: %s and %s\n", it, collie_get_error_string(r[0]), collie_get_error_string(r[1]));
+      a->rc = 1;
+    }
+  }
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
 /* collie_comm_abort, then collie_comm_destroy (a cleanup path that destroys every
  * communicator it created): the destroy must be refused, not free it again. */
 static void *abort_then_destroy_thread(void *p) {
@@ -528,7 +564,7 @@ static int threads(int n, void *(*fn)(void *));
 static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us);
 
 static int stale_handles(void) {
-  int rc = threads(2, stale_handles_thread) | threads(2, abort_then_destroy_thread);
+  int rc = threads(2, stale_handles_thread) | threads(2, abort_then_destroy_thread) | threads(2, two_waiters_thread);
   if (collie_comm_init_all(late_comms, 2)) return 1;
   return rc | threads_on(late_comms, 2, late_destroy_thread, late_comms[0], 300000);
 }
