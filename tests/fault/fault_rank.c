@@ -24,6 +24,7 @@
  *                                       refused; two threads waiting for one request;
  *                                       an abort during a destroy is safe
  *   fault_rank signal-abort             a signal handler aborts a communicator in use
+ *   fault_rank destroy-order            two ranks destroy 10 communicators in opposite orders
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
@@ -475,19 +476,23 @@ static void *abort_then_destroy_thread(void *p) {
   return NULL;
 }
 
-/* Rank 0's destroy waits for rank 1, which destroys 1 s late; meanwhile the main thread
- * aborts rank 0's communicator (a watchdog ending a stuck shutdown). Both tore it down and
- * dropped the handle: the destroy then used freed memory. */
+/* Rank 0 destroys with a receive pending that rank 1 never matches (rank 1 destroys 1 s
+ * late): the destroy waits for it; meanwhile the main thread aborts rank 0's communicator
+ * (a watchdog ending a stuck shutdown). Both tore it down and dropped the handle: the
+ * destroy then used freed memory. The receive's request is then waited for: aborted. */
 static collie_comm_t *late_comms[2];
 static void *late_destroy_thread(void *p) {
   targ_t *a = p;
-  int rank;
+  int rank, x = 0;
   collie_comm_rank(a->comm, &rank);
+  collie_request_t *req = NULL;
   if (rank == 1) sleep(1);
+  else if (collie_irecv(&x, 1, COLLIE_INT32, 1, a->comm, &req)) a->rc = 1;
   double t0 = now_s();
   collie_result_t r = collie_comm_destroy(a->comm);
   printf("rank %d: destroy %s after %.1f s\n", rank, collie_get_error_string(r), now_s() - t0);
-  a->rc = r != COLLIE_SUCCESS || (rank == 0 && now_s() - t0 > 0.9);
+  if (r != COLLIE_SUCCESS || (rank == 0 && now_s() - t0 > 0.9)) a->rc = 1;
+  if (req && collie_wait(req) != COLLIE_ERR_ABORTED) a->rc = 1;
   return NULL;
 }
 
@@ -560,6 +565,31 @@ static int signal_abort(void) {
   return rc;
 }
 
+/* Each of 2 ranks splits 10 communicators and destroys them, rank 0 in creation order,
+ * rank 1 in reverse. Each destroy waited until the other rank destroyed the same one:
+ * every destroy but the middle ones waited out COLLIE_EXEC_TIMEOUT (5 here: 25 s). */
+static void *destroy_order_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  collie_comm_t *cs[10];
+  for (int i = 0; i < 10; i++)
+    if (collie_comm_split(a->comm, 0, rank, &cs[i])) {
+      a->rc = 1;
+      return NULL;
+    }
+  double t0 = now_s();
+  for (int k = 0; k < 10; k++)
+    if (collie_comm_destroy(cs[rank ? 9 - k : k])) a->rc = 1;
+  float x = 1, y = 0; /* the parent still works */
+  if (collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, a->comm) || y != 2.0f) a->rc = 1;
+  collie_comm_destroy(a->comm);
+  printf("rank %d: 10 communicators destroyed in %s order in %.1f s\n", rank, rank ? "reverse" : "creation",
+         now_s() - t0);
+  if (now_s() - t0 > 3) a->rc = 1;
+  return NULL;
+}
+
 static int threads(int n, void *(*fn)(void *));
 static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us);
 
@@ -616,6 +646,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort\n");
+  if (argc == 2 && !strcmp(argv[1], "destroy-order")) return threads(2, destroy_order_thread);
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | destroy-order\n");
   return 2;
 }
