@@ -141,11 +141,13 @@ static void *depart_main(void *p) {
 collie_result_t collie_comm_destroy(collie_comm_t *comm) {
   collie_result_t res = collie_comm_check_handle(comm, "collie_comm_destroy");
   if (res) return res;
-  if (atomic_exchange(&comm->destroyed, 1))
+  if (atomic_exchange(&comm->destroyed, 1)) {
+    collie_comm_end_abort(comm); /* an abort from a signal handler left half done */
     return collie_error(comm, COLLIE_ERR_INVALID_USAGE,
                         "collie_comm_destroy on rank %d: the communicator was already destroyed or aborted; a "
                         "communicator is destroyed or aborted once",
                         comm->rank);
+  }
   /* Finish what was issued here; the resources are released either way, and a failure of
    * the communicator itself was already returned by the operations it failed. */
   res = collie_comm_synchronize_internal(comm);

@@ -25,8 +25,7 @@ set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
 # Rank 0 of 3 completes an allreduce of 0 elements that the others call with 4, and
 # destroys: they must be told that it destroyed its communicator, not that it died.
 add_test(NAME fault_uneven_destroy COMMAND ${FAULT_BIN} uneven-destroy)
-set_tests_properties(fault_uneven_destroy PROPERTIES TIMEOUT 60 LABELS fault
-                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2")
+set_tests_properties(fault_uneven_destroy PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # Two threads of one rank calling collectives on one communicator at once.
 add_test(NAME fault_two_threads COMMAND ${FAULT_BIN} two-threads)
 set_tests_properties(fault_two_threads PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")

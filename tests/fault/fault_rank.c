@@ -309,7 +309,8 @@ static void *shm_timeout_thread(void *p) {
 /* Rank 0 calls allreduce with count 0 (complete at once), ranks 1 and 2 with count 4, as
  * when the last batch is empty on one rank only; then rank 0 destroys its communicator.
  * Ranks 1 and 2 must learn that rank 0 destroyed it (they were told it "died or closed
- * its connection without destroying the communicator"). */
+ * its connection without destroying the communicator"). Rank 0's exec timeout is 2 s,
+ * theirs 4 s (uneven_destroy): their own timeouts must not come first. */
 static void *uneven_destroy_thread(void *p) {
   targ_t *a = p;
   int rank;
@@ -620,6 +621,42 @@ static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_
   return rc;
 }
 
+/* uneven-destroy's ranks: created one per thread, rank 0 with a 2 s exec timeout and the
+ * others with 4 s. */
+typedef struct {
+  collie_unique_id_t id;
+  int rank;
+  collie_comm_t *comm;
+} make_arg_t;
+
+static void *make_rank(void *p) {
+  make_arg_t *m = p;
+  collie_config_t cfg = COLLIE_CONFIG_INIT;
+  cfg.exec_timeout_ms = m->rank == 0 ? 2000 : 4000;
+  if (collie_comm_init_rank_config(&m->comm, 3, m->id, m->rank, &cfg)) m->comm = NULL;
+  return NULL;
+}
+
+static int uneven_destroy(void) {
+  make_arg_t m[3];
+  collie_comm_t *comms[3];
+  pthread_t th[3];
+  if (collie_get_unique_id(&m[0].id)) return 1;
+  for (int i = 0; i < 3; i++) {
+    m[i].id = m[0].id;
+    m[i].rank = i;
+    pthread_create(&th[i], NULL, make_rank, &m[i]);
+  }
+  int made = 1;
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    comms[i] = m[i].comm;
+    made &= comms[i] != NULL;
+  }
+  if (!made) return fail("init", COLLIE_ERR_INTERNAL, NULL);
+  return threads_on(comms, 3, uneven_destroy_thread, NULL, 0);
+}
+
 static int threads(int n, void *(*fn)(void *)) {
   collie_comm_t *comms[3];
   collie_result_t r = collie_comm_init_all(comms, n);
@@ -642,7 +679,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
-  if (argc == 2 && !strcmp(argv[1], "uneven-destroy")) return threads(3, uneven_destroy_thread);
+  if (argc == 2 && !strcmp(argv[1], "uneven-destroy")) return uneven_destroy();
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
