@@ -46,13 +46,13 @@ static bool memo_hit(const collie_comm_t *comm, const collie_coll_args_t *args, 
  * threads, 3000 calls each: 2996 wrong). A blocking collective outside a group marks the
  * communicator as its thread's until its wait ends; a collective from another thread
  * meanwhile fails the communicator on every rank. Calls that do not overlap a blocking
- * one in time (nonblocking calls from two threads, groups) are not seen. */
-
-/* Under comm->lock: whether the communicator failed since the call's checks (a peer, or
- * an abort from another thread or from a signal handler on this one, which may have torn
- * it down: its shared memory is gone), or another thread is inside a blocking collective
- * on comm, which then fails the communicator. The caller gives the lock back, then calls
- * collie_comm_end_abort. */
+ * one in time (nonblocking calls from two threads, groups) are not seen.
+ *
+ * usable_locked, under comm->lock: whether the communicator failed since the call's
+ * checks (a peer, or an abort from another thread or from a signal handler on this one,
+ * which may have torn it down: its shared memory is gone), or another thread is inside a
+ * blocking collective on comm, which then fails the communicator. The caller gives the
+ * lock back, then calls collie_comm_end_abort. */
 static collie_result_t usable_locked(collie_comm_t *comm, const char *fn) {
   int failed = atomic_load_explicit(&comm->failed, memory_order_acquire);
   if (failed) return collie_error(comm, (collie_result_t)failed, "%s", comm->fail_msg);

@@ -23,7 +23,7 @@ typedef struct {
   _Atomic uint32_t held;     /* a futex word when contended */
   _Atomic uint32_t sleepers; /* threads that may be asleep on `held` */
   /* The holder (collie_thread_id), 0 when free: collie_comm_abort called from a signal
-   * handler that interrupted the holder must not wait for the lock (comm_destroy.c). Plain
+   * handler that interrupted the holder must not wait for the lock (comm_destroy.c). Relaxed
    * stores, read only by such an abort. */
   _Atomic uintptr_t owner;
 } collie_lock_t;
