@@ -58,15 +58,40 @@ static collie_result_t usable_locked(collie_comm_t *comm, const char *fn) {
   if (failed) return collie_error(comm, (collie_result_t)failed, "%s", comm->fail_msg);
   uintptr_t holder = atomic_load_explicit(&comm->coll_thread, memory_order_relaxed);
   if (!holder || holder == collie_thread_id()) return COLLIE_SUCCESS;
+  char what[64];
+  if (comm->coll_thread_coll < 0) snprintf(what, sizeof(what), "collie_comm_split");
+  else
+    snprintf(what, sizeof(what), "%s #%llu", collie_coll_name((collie_coll_t)comm->coll_thread_coll),
+             (unsigned long long)comm->coll_thread_seq);
   collie_comm_fail(comm, COLLIE_ERR_INVALID_USAGE, false,
-                   "rank %d: %s was called while another thread of this process was inside %s #%llu on the "
-                   "same communicator; the ranks pair collectives by their order, which two threads calling at "
-                   "once make different on each rank, so results would mix: issue the collectives of a "
-                   "communicator from one thread at a time (in the same order on every rank), or give each "
-                   "thread its own communicator (collie_comm_split)",
-                   comm->rank, fn, collie_coll_name((collie_coll_t)comm->coll_thread_coll),
-                   (unsigned long long)comm->coll_thread_seq);
+                   "rank %d: %s was called while another thread of this process was inside %s on the same "
+                   "communicator; the ranks pair collectives by their order, which two threads calling at once "
+                   "make different on each rank, so results would mix: issue the collectives of a communicator "
+                   "from one thread at a time (in the same order on every rank), or give each thread its own "
+                   "communicator (collie_comm_split)",
+                   comm->rank, fn, what);
   return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s", comm->fail_msg);
+}
+
+/* Marks comm as this thread's, as a blocking collective does, for a call made of several
+ * (collie_comm_split: two threads splitting one communicator at once had their exchanges
+ * paired crosswise, and each got a communicator of the wrong ranks without an error). */
+collie_result_t collie_coll_claim(collie_comm_t *comm, const char *fn, bool *claimed) {
+  *claimed = false;
+  collie_lock(&comm->lock);
+  collie_result_t res = usable_locked(comm, fn);
+  if (!res && !atomic_load_explicit(&comm->coll_thread, memory_order_relaxed)) {
+    atomic_store_explicit(&comm->coll_thread, collie_thread_id(), memory_order_relaxed);
+    comm->coll_thread_coll = -1;
+    *claimed = true;
+  }
+  collie_unlock(&comm->lock);
+  if (res) collie_comm_end_abort(comm);
+  return res;
+}
+
+void collie_coll_unclaim(collie_comm_t *comm, bool claimed) {
+  if (claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
 }
 
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,

@@ -55,8 +55,9 @@ struct collie_comm {
   struct collie_op *ops, *ops_tail; /* posted, in issue order */
   uint64_t coll_seq;           /* collectives issued so far */
   /* The thread inside a blocking collective on this communicator (0: none), and which
-   * collective (its collie_coll_t and number): another thread's collective meanwhile fails
-   * the communicator (coll/coll.c). Set under lock; cleared by that collective's wait. */
+   * collective (its collie_coll_t, -1 for collie_comm_split, and number): another thread's
+   * collective meanwhile fails the communicator (coll/coll.c). Set under lock; cleared by
+   * that collective's wait (or the end of the split). */
   _Atomic uintptr_t coll_thread;
   int coll_thread_coll;
   uint64_t coll_thread_seq;

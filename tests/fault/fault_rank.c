@@ -17,8 +17,9 @@
  *   fault_rank slow-destroy             rank 1 destroys late: rank 0's destroy is bounded
  *   fault_rank uneven-destroy           three threads: rank 0 completes an allreduce of 0
  *                                       elements and destroys; the others learn that it did
- *   fault_rank two-threads              two threads of one rank call collectives on one
- *                                       communicator at once: refused on every rank
+ *   fault_rank two-threads              two threads of one rank call collectives (or
+ *                                       collie_comm_split) on one communicator at once:
+ *                                       refused on every rank
  *   fault_rank stale-handles            requests and communicators used after they were
  *                                       freed (waited twice, destroyed after abort, ...) are
  *                                       refused; two threads waiting for one request;
@@ -343,6 +344,7 @@ typedef struct {
   collie_comm_t *comm;
   collie_result_t r;
   float out;
+  int color; /* split_call */
 } call_t;
 
 static void *allreduce_call(void *p) {
@@ -352,27 +354,34 @@ static void *allreduce_call(void *p) {
   return NULL;
 }
 
+/* Rank 1 makes `call` with ca 300 ms late; rank 0 makes it from two threads, with ca and,
+ * 100 ms later (ca's call is then waiting for rank 1), with cb. */
+static void overlapping_calls(int rank, void *(*call)(void *), void *ca, void *cb) {
+  if (rank == 1) {
+    usleep(300000);
+    call(ca);
+    return;
+  }
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, call, ca);
+  usleep(100000);
+  pthread_create(&tb, NULL, call, cb);
+  pthread_join(tb, NULL);
+  pthread_join(ta, NULL);
+}
+
 static void *two_threads_thread(void *p) {
   targ_t *a = p;
   int rank;
   collie_comm_rank(a->comm, &rank);
   double t0 = now_s();
+  call_t ca = {a->comm, 0, 0, 0}, cb = {a->comm, 0, 0, 0};
+  overlapping_calls(rank, allreduce_call, &ca, &cb);
+  const char *msg = collie_get_last_error(a->comm);
   if (rank == 1) {
-    usleep(300000);
-    call_t c = {a->comm, 0, 0};
-    allreduce_call(&c);
-    const char *msg = collie_get_last_error(a->comm);
-    printf("rank 1: %s after %.1f s: %s\n", collie_get_error_string(c.r), now_s() - t0, msg);
-    a->rc = !(c.r == COLLIE_ERR_INVALID_USAGE && strstr(msg, "another thread") && now_s() - t0 < 5);
+    printf("rank 1: %s after %.1f s: %s\n", collie_get_error_string(ca.r), now_s() - t0, msg);
+    a->rc = !(ca.r == COLLIE_ERR_INVALID_USAGE && strstr(msg, "another thread") && now_s() - t0 < 5);
   } else {
-    call_t ca = {a->comm, 0, 0}, cb = {a->comm, 0, 0};
-    pthread_t ta, tb;
-    pthread_create(&ta, NULL, allreduce_call, &ca);
-    usleep(100000);
-    pthread_create(&tb, NULL, allreduce_call, &cb);
-    pthread_join(tb, NULL);
-    pthread_join(ta, NULL);
-    const char *msg = collie_get_last_error(a->comm);
     printf("rank 0: thread A %s, thread B %s: %s\n", collie_get_error_string(ca.r), collie_get_error_string(cb.r), msg);
     a->rc = !(ca.r == COLLIE_ERR_INVALID_USAGE && cb.r == COLLIE_ERR_INVALID_USAGE && strstr(msg, "another thread") &&
               strstr(msg, "allreduce #1") && now_s() - t0 < 5);
@@ -384,7 +393,7 @@ static void *two_threads_thread(void *p) {
 static void *handoff_thread(void *p) {
   targ_t *a = p;
   for (int i = 0; i < 4 && !a->rc; i++) { /* each call from a new thread, one after the other */
-    call_t c = {a->comm, 0, 0};
+    call_t c = {a->comm, 0, 0, 0};
     pthread_t t;
     pthread_create(&t, NULL, allreduce_call, &c);
     pthread_join(t, NULL);
@@ -591,6 +600,34 @@ static void *destroy_order_thread(void *p) {
   return NULL;
 }
 
+/* The same with collie_comm_split: rank 0's thread A splits (rank 1 joins late), thread
+ * B splits meanwhile. Two threads splitting one communicator at once had their exchanges
+ * paired crosswise and got communicators of the wrong ranks (size 1 instead of 2) without
+ * an error. */
+static void *split_call(void *p) {
+  call_t *c = p;
+  collie_comm_t *nc = NULL;
+  c->r = collie_comm_split(c->comm, c->color, 0, &nc);
+  if (nc) collie_comm_destroy(nc);
+  return NULL;
+}
+
+static void *two_splits_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  call_t ca = {a->comm, 0, 0, 0}, cb = {a->comm, 0, 0, 1};
+  overlapping_calls(rank, split_call, &ca, &cb);
+  if (rank == 1) a->rc = ca.r != COLLIE_ERR_INVALID_USAGE;
+  else
+    a->rc = ca.r != COLLIE_ERR_INVALID_USAGE || cb.r != COLLIE_ERR_INVALID_USAGE ||
+            !strstr(collie_get_last_error(a->comm), "inside collie_comm_split");
+  if (a->rc) printf("rank %d: splits from two threads: %s, %s: %s\n", rank, collie_get_error_string(ca.r),
+                    collie_get_error_string(cb.r), collie_get_last_error(a->comm));
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
 static int threads(int n, void *(*fn)(void *));
 static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us);
 
@@ -600,7 +637,9 @@ static int stale_handles(void) {
   return rc | threads_on(late_comms, 2, late_destroy_thread, late_comms[0], 300000);
 }
 
-static int two_threads(void) { return threads(2, two_threads_thread) | threads(2, handoff_thread); }
+static int two_threads(void) {
+  return threads(2, two_threads_thread) | threads(2, handoff_thread) | threads(2, two_splits_thread);
+}
 
 /* Runs fn for each of n ranks, one thread each; `abort_after` (if any) is aborted by the
  * calling thread abort_us microseconds after they start. */
