@@ -657,7 +657,7 @@ collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
   if (comm->nranks == 1) return COLLIE_SUCCESS;
   c->wake_fd = eventfd(0, EFD_CLOEXEC);
   if (c->wake_fd < 0) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: eventfd failed: %s", comm->rank, strerror(errno));
-  if (pthread_create(&c->watchdog, NULL, watchdog_main, comm) != 0)
+  if (collie_thread_start(&c->watchdog, watchdog_main, comm) != 0)
     return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its watchdog thread", comm->rank);
   c->watchdog_running = true;
   return COLLIE_SUCCESS;

@@ -84,12 +84,26 @@ static collie_result_t check_overlap(collie_comm_t *comm, const char *fn, const 
   return COLLIE_SUCCESS;
 }
 
-/* The elements a counts/displacements pair spans from the buffer's start. */
-static size_t extent(const size_t *counts, const size_t *displs, int n) {
-  size_t e = 0;
-  for (int r = 0; r < n; r++)
-    if (counts[r] && displs[r] + counts[r] > e) e = displs[r] + counts[r];
-  return e;
+/* Checks a displacements array against its counts (already checked by check_counts) and
+ * fills *extent, the elements the pair spans from the buffer's start. A block past the
+ * address space wrapped around: displs[r] = SIZE_MAX / 2 of float64 wrote 8 bytes before
+ * the receive buffer and returned success. Blocks of 0 elements are never touched, so
+ * their displacements may be anything (as in MPI). */
+static collie_result_t check_displs(collie_comm_t *comm, const char *fn, const size_t *counts, const size_t *displs,
+                                    const char *name, collie_datatype_t dt, size_t *extent) {
+  if (!displs) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: %s is NULL", fn, comm->rank, name);
+  size_t esz = collie_datatype_size(dt), e = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (!counts[r]) continue;
+    if (displs[r] > (SIZE_MAX / 4) / esz - counts[r])
+      return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
+                          "%s on rank %d: %s[%d]=%zu puts that block of %zu %s elements past the end of the "
+                          "address space",
+                          fn, comm->rank, name, r, displs[r], counts[r], collie_datatype_name(dt));
+    if (displs[r] + counts[r] > e) e = displs[r] + counts[r];
+  }
+  *extent = e;
+  return COLLIE_SUCCESS;
 }
 
 /* The sizes the checks fill are initialised at declaration anyway: gcc -O3 cannot see
@@ -181,7 +195,8 @@ collie_result_t collie_iallgatherv(const void *sendbuf, size_t sendcount, void *
   TRY(check_base(comm, fn, req));
   TRY(collie_check_count(comm, fn, sendcount, dt, &bytes));
   TRY(check_counts(comm, fn, recvcounts, "recvcounts", dt, &sum));
-  if (!displs) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: displs is NULL", fn, comm->rank);
+  size_t span = 0;
+  TRY(check_displs(comm, fn, recvcounts, displs, "displs", dt, &span));
   if (recvcounts[comm->rank] != sendcount)
     return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
                         "%s on rank %d: sendcount is %zu but recvcounts[%d] is %zu; they must be equal", fn,
@@ -190,7 +205,7 @@ collie_result_t collie_iallgatherv(const void *sendbuf, size_t sendcount, void *
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", sum));
   size_t esz = collie_datatype_size(dt);
   bool in_place = recvbuf && (const char *)sendbuf == (char *)recvbuf + displs[comm->rank] * esz;
-  TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, extent(recvcounts, displs, comm->nranks) * esz, in_place,
+  TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, span * esz, in_place,
                     "sendbuf == recvbuf + displs[rank] elements"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, sum * esz, sum, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLGATHERV, .counts = recvcounts, .displs = displs, .in_place = in_place};
@@ -298,23 +313,19 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
   TRY(collie_check_count(comm, fn, 0, dt, &bytes));
   TRY(check_counts(comm, fn, sendcounts, "sendcounts", dt, &ssum));
   TRY(check_counts(comm, fn, recvcounts, "recvcounts", dt, &rsum));
-  if (!sdispls || !rdispls)
-    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: %s is NULL", fn, comm->rank,
-                        sdispls ? "rdispls" : "sdispls");
+  size_t sspan = 0, rspan = 0;
+  TRY(check_displs(comm, fn, sendcounts, sdispls, "sdispls", dt, &sspan));
+  TRY(check_displs(comm, fn, recvcounts, rdispls, "rdispls", dt, &rspan));
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", ssum));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", rsum));
   size_t esz = collie_datatype_size(dt);
-  TRY(check_overlap(comm, fn, sendbuf, extent(sendcounts, sdispls, comm->nranks) * esz, recvbuf,
-                    extent(recvcounts, rdispls, comm->nranks) * esz, sendbuf == recvbuf, "sendbuf == recvbuf"));
+  TRY(check_overlap(comm, fn, sendbuf, sspan * esz, recvbuf, rspan * esz, sendbuf == recvbuf, "sendbuf == recvbuf"));
   char *temp = NULL;
   if (sendbuf && sendbuf == recvbuf) {
     /* In place the send and receive blocks may lie differently in the one buffer (this
      * rank's own block too), which the algorithms' in-place paths do not handle: they
      * exchange from a private copy of the whole input. */
-    size_t extent = 0;
-    for (int r = 0; r < comm->nranks; r++)
-      if (sendcounts[r] && sdispls[r] + sendcounts[r] > extent) extent = sdispls[r] + sendcounts[r];
-    TRY(input_copy(comm, fn, sendbuf, extent * esz, &temp));
+    TRY(input_copy(comm, fn, sendbuf, sspan * esz, &temp));
     sendbuf = temp;
   }
   /* The automatic choice must be the same on every rank, and a rank sees only its own

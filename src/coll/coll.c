@@ -39,6 +39,61 @@ static bool memo_hit(const collie_comm_t *comm, const collie_coll_args_t *args, 
          comm->native_memo.elem_size == args->elem_size;
 }
 
+/* One thread at a time issues collectives on a communicator. The ranks pair collectives
+ * by their order, and two threads of a rank calling at once issue them in whichever order
+ * they reach the lock, which differs from rank to rank: two threads' allreduces of the
+ * same size were paired crosswise and returned wrong sums without an error (3 ranks of 2
+ * threads, 3000 calls each: 2996 wrong). A blocking collective outside a group marks the
+ * communicator as its thread's until its wait ends; a collective from another thread
+ * meanwhile fails the communicator on every rank. Calls that do not overlap a blocking
+ * one in time (nonblocking calls from two threads, groups) are not seen.
+ *
+ * usable_locked, under comm->lock: whether the communicator failed since the call's
+ * checks (a peer, or an abort from another thread or from a signal handler on this one,
+ * which may have torn it down: its shared memory is gone), or another thread is inside a
+ * blocking collective on comm, which then fails the communicator. The caller gives the
+ * lock back, then calls collie_comm_end_abort. */
+static collie_result_t usable_locked(collie_comm_t *comm, const char *fn) {
+  int failed = atomic_load_explicit(&comm->failed, memory_order_acquire);
+  if (failed) return collie_error(comm, (collie_result_t)failed, "%s", comm->fail_msg);
+  uintptr_t holder = atomic_load_explicit(&comm->coll_thread, memory_order_relaxed);
+  if (!holder || holder == collie_thread_id()) return COLLIE_SUCCESS;
+  char what[64];
+  if (comm->coll_thread_coll < 0) snprintf(what, sizeof(what), "collie_comm_split");
+  else
+    snprintf(what, sizeof(what), "%s #%llu", collie_coll_name((collie_coll_t)comm->coll_thread_coll),
+             (unsigned long long)comm->coll_thread_seq);
+  collie_comm_fail(comm, COLLIE_ERR_INVALID_USAGE, false,
+                   "rank %d: %s was called while another thread of this process was inside %s on the same "
+                   "communicator; the ranks pair collectives by their order, which two threads calling at once "
+                   "make different on each rank, so results would mix: issue the collectives of a communicator "
+                   "from one thread at a time (in the same order on every rank), or give each thread its own "
+                   "communicator (collie_comm_split)",
+                   comm->rank, fn, what);
+  return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s", comm->fail_msg);
+}
+
+/* Marks comm as this thread's, as a blocking collective does, for a call made of several
+ * (collie_comm_split: two threads splitting one communicator at once had their exchanges
+ * paired crosswise, and each got a communicator of the wrong ranks without an error). */
+collie_result_t collie_coll_claim(collie_comm_t *comm, const char *fn, bool *claimed) {
+  *claimed = false;
+  collie_lock(&comm->lock);
+  collie_result_t res = usable_locked(comm, fn);
+  if (!res && !atomic_load_explicit(&comm->coll_thread, memory_order_relaxed)) {
+    atomic_store_explicit(&comm->coll_thread, collie_thread_id(), memory_order_relaxed);
+    comm->coll_thread_coll = -1;
+    *claimed = true;
+  }
+  collie_unlock(&comm->lock);
+  if (res) collie_comm_end_abort(comm);
+  return res;
+}
+
+void collie_coll_unclaim(collie_comm_t *comm, bool claimed) {
+  if (claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
+}
+
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req) {
   const char *fn = call->fn;
@@ -59,6 +114,12 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   bool cached = false, native = false;
   static collie_sched_t no_steps; /* what a shared-memory collective's op carries */
   collie_lock(&comm->lock);
+  collie_result_t res = usable_locked(comm, fn);
+  if (res) {
+    collie_unlock(&comm->lock);
+    collie_comm_end_abort(comm);
+    return res;
+  }
   if (memo_hit(comm, args, call->bytes)) {
     /* The same call as the last shared-memory one: the same choice, without the cost
      * model (2 ranks, 8 B all-reduce: it was a tenth of the call). */
@@ -137,10 +198,25 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     op->avg_buf = call->avg_buf;
     op->avg_count = call->avg_count;
   }
+  res = usable_locked(comm, fn);
+  if (res) {
+    op->temp = NULL; /* not taken: the caller still owns it and gives it back */
+    collie_op_discard(op);
+    collie_unlock(&comm->lock);
+    collie_comm_end_abort(comm);
+    return res;
+  }
   bool kick;
-  collie_result_t res = collie_post_locked(comm, op, req, &kick);
+  res = collie_post_locked(comm, op, req, &kick);
+  if (!res && frame) { /* a blocking call outside a group: the thread is the communicator's until its wait ends */
+    atomic_store_explicit(&comm->coll_thread, collie_thread_id(), memory_order_relaxed);
+    comm->coll_thread_coll = (int)args->coll;
+    comm->coll_thread_seq = (*req)->seq;
+    (*req)->claimed = true;
+  }
   collie_unlock(&comm->lock);
   if (kick) collie_progress_kick(comm);
+  if (res) collie_comm_end_abort(comm);
   if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
   return res;
 }
@@ -150,8 +226,16 @@ collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *
   collie_request_t *r = calloc(1, sizeof(*r));
   if (!r) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", call->fn, comm->rank);
   collie_lock(&comm->lock);
+  collie_result_t res = usable_locked(comm, call->fn);
+  if (res) {
+    collie_unlock(&comm->lock);
+    free(r);
+    collie_comm_end_abort(comm);
+    return res;
+  }
   comm->coll_seq++;
   collie_unlock(&comm->lock);
+  r->magic = COLLIE_REQ_LIVE;
   r->comm = comm;
   collie_comm_retain(comm);
   atomic_store(&r->done, 1);

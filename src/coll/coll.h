@@ -28,6 +28,11 @@ static inline bool collie_coll_streams(const collie_comm_t *comm, uint64_t bytes
 
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req);
+/* A call made of several collectives (collie_comm_split) holds comm as one blocking
+ * collective does: another thread's collective meanwhile fails the communicator. Fails
+ * like a collective on a failed communicator; *claimed says whether to unclaim. */
+collie_result_t collie_coll_claim(collie_comm_t *comm, const char *fn, bool *claimed);
+void collie_coll_unclaim(collie_comm_t *comm, bool claimed);
 /* A collective with nothing to move on any rank: a completed request. */
 collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *call, collie_request_t **req);
 

@@ -36,7 +36,12 @@ collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t c
 
 collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_request_t **req, bool *kick) {
   *kick = false;
-  collie_result_t res = collie_op_post(comm, op, req);
+  /* Failed since the call's checks: by a peer, or aborted (from another thread, or from a
+   * signal handler on this one) and maybe torn down. Not posted: posting may start sends
+   * on transports an abort has closed. */
+  int failed = atomic_load_explicit(&comm->failed, memory_order_acquire);
+  collie_result_t res = failed ? collie_error(comm, (collie_result_t)failed, "%s", comm->fail_msg)
+                               : collie_op_post(comm, op, req);
   if (res) {
     op->temp = NULL; /* not taken: the caller still owns it and gives it back */
     collie_op_discard(op);
@@ -53,6 +58,7 @@ collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request
   collie_result_t res = collie_post_locked(comm, op, req, &kick);
   collie_unlock(&comm->lock);
   if (kick) collie_progress_kick(comm);
+  if (res) collie_comm_end_abort(comm);
   return res;
 }
 

@@ -1,6 +1,7 @@
 /* Communicator state shared by everything: failure, last error, peer names, lifetime. */
 #include "core/comm.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,15 @@ int64_t collie_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int collie_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(thread, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 void collie_comm_set_last_error(collie_comm_t *comm, const char *msg) {
@@ -70,11 +80,25 @@ void collie_comm_release(collie_comm_t *comm) {
   if (atomic_fetch_sub(&comm->refs, 1) == 1) collie_comm_free(comm);
 }
 
+collie_result_t collie_comm_check_handle(const collie_comm_t *comm, const char *fn) {
+  collie_result_t res = collie_check_magic(comm, COLLIE_COMM_LIVE, COLLIE_COMM_DEAD, fn, "communicator");
+  if (res != COLLIE_ERR_INVALID_USAGE) return res;
+  return collie_error(NULL, res,
+                      "%s on rank %d: the communicator was already destroyed or aborted; its handle may not be "
+                      "used again (create a new communicator)",
+                      fn, comm->rank);
+}
+
 collie_result_t collie_comm_check(collie_comm_t *comm, const char *fn) {
-  if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "%s: the communicator is NULL", fn);
-  if (atomic_load(&comm->destroyed))
-    return collie_error(comm, COLLIE_ERR_INVALID_USAGE, "%s on rank %d: the communicator was already destroyed",
+  collie_result_t res = collie_comm_check_handle(comm, fn);
+  if (res) return res;
+  if (atomic_load(&comm->destroyed)) {
+    collie_comm_end_abort(comm);
+    return collie_error(comm, COLLIE_ERR_INVALID_USAGE,
+                        "%s on rank %d: the communicator was already destroyed or aborted; its handle may not be "
+                        "used again (create a new communicator)",
                         fn, comm->rank);
+  }
   int f = atomic_load_explicit(&comm->failed, memory_order_acquire);
   if (f) {
     collie_error(comm, (collie_result_t)f, "%s", comm->fail_msg);
@@ -84,15 +108,17 @@ collie_result_t collie_comm_check(collie_comm_t *comm, const char *fn) {
 }
 
 collie_result_t collie_comm_rank(const collie_comm_t *comm, int *rank) {
-  if (!comm || !rank)
-    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_rank: %s is NULL", comm ? "rank" : "comm");
+  if (!rank) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_rank: rank is NULL");
+  collie_result_t res = collie_comm_check_handle(comm, "collie_comm_rank");
+  if (res) return res;
   *rank = comm->rank;
   return COLLIE_SUCCESS;
 }
 
 collie_result_t collie_comm_size(const collie_comm_t *comm, int *size) {
-  if (!comm || !size)
-    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_size: %s is NULL", comm ? "size" : "comm");
+  if (!size) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_size: size is NULL");
+  collie_result_t res = collie_comm_check_handle(comm, "collie_comm_size");
+  if (res) return res;
   *size = comm->nranks;
   return COLLIE_SUCCESS;
 }

@@ -30,7 +30,12 @@ typedef struct collie_peer {
   bool active;
 } collie_peer_t;
 
+/* comm->magic: a handle the user may still hold after collie_comm_destroy or abort is
+ * recognised (collie_comm_check) while its memory waits in a quarantine (comm_destroy.c). */
+enum { COLLIE_COMM_LIVE = 0x636f6d6d, COLLIE_COMM_DEAD = 0x64656164 };
+
 struct collie_comm {
+  uint32_t magic;
   int rank, nranks;
   uint8_t secret[16];
   uint64_t comm_hash;          /* names shared segments, checks connections */
@@ -49,6 +54,13 @@ struct collie_comm {
   collie_lock_t lock;          /* posting and progress (core/lock.h) */
   struct collie_op *ops, *ops_tail; /* posted, in issue order */
   uint64_t coll_seq;           /* collectives issued so far */
+  /* The thread inside a blocking collective on this communicator (0: none), and which
+   * collective (its collie_coll_t, -1 for collie_comm_split, and number): another thread's
+   * collective meanwhile fails the communicator (coll/coll.c). Set under lock; cleared by
+   * that collective's wait (or the end of the split). */
+  _Atomic uintptr_t coll_thread;
+  int coll_thread_coll;
+  uint64_t coll_thread_seq;
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
   int native_ops;              /* posted shared-memory collectives not yet finished */
   bool native_prev_all;        /* the last finished round waited for every rank's staging */
@@ -85,8 +97,12 @@ struct collie_comm {
   bool fail_from_remote;       /* the failure was another rank's, relayed (written with fail_msg) */
   bool fail_explained;         /* this rank has logged what it was waiting on then (executor.c) */
   _Atomic int aborted;
+  /* collie_comm_abort ran in a signal handler on the thread holding `lock`: the teardown
+   * and the release of the handle wait for the next wait or call (collie_comm_end_abort). */
+  _Atomic int abort_deferred;
   _Atomic int refs;            /* the user's handle + outstanding requests */
   _Atomic int destroyed;
+  _Atomic int handle_gone;     /* collie_comm_destroy returned: the rank may still be departing */
 
   pthread_mutex_t err_lock;
   char last_error[1024];
@@ -121,6 +137,9 @@ void collie_comm_wake(collie_comm_t *comm);
 /* Wakes the progress thread if it sleeps for want of work (wait.c); no lock needed. */
 void collie_progress_kick(collie_comm_t *comm);
 
+/* Completes an abort that a signal handler had to leave half done; call without the lock. */
+void collie_comm_end_abort(collie_comm_t *comm);
+
 /* Reference counting: the comm's memory lives until the user's handle and every request
  * are gone. */
 void collie_comm_retain(collie_comm_t *comm);
@@ -128,7 +147,16 @@ void collie_comm_release(collie_comm_t *comm);
 
 /* Validates a communicator handle from the user; returns COLLIE_SUCCESS or an error. */
 collie_result_t collie_comm_check(collie_comm_t *comm, const char *fn);
+/* The handle alone (not NULL, not destroyed, not garbage), for calls that work on a failed
+ * communicator too. */
+collie_result_t collie_comm_check_handle(const collie_comm_t *comm, const char *fn);
 
 int64_t collie_now_ns(void);
+
+/* pthread_create for collie's own threads (watchdog, progress, collie_comm_init_all's
+ * ranks): they start with every signal blocked, so that the program's handlers run on its
+ * own threads. A handler that ran on the watchdog and called collie_comm_abort freed the
+ * watchdog's state under it. */
+int collie_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 #endif

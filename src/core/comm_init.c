@@ -230,6 +230,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
 
   collie_comm_t *comm = calloc(1, sizeof(*comm));
   if (!comm) return collie_error(NULL, COLLIE_ERR_SYSTEM, "rank %d: out of memory", rank);
+  comm->magic = COLLIE_COMM_LIVE;
   pthread_mutex_init(&comm->err_lock, NULL);
   atomic_store(&comm->refs, 1);
   comm->rank = rank;
@@ -375,7 +376,7 @@ collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
   for (int r = 0; r < nranks; r++) {
     comms[r] = NULL;
     args[r] = (init_all_arg_t){&comms[r], nranks, r, id, COLLIE_SUCCESS, ""};
-    if (pthread_create(&th[r], NULL, init_all_thread, &args[r]) != 0) {
+    if (collie_thread_start(&th[r], init_all_thread, &args[r]) != 0) {
       args[r].res = COLLIE_ERR_SYSTEM;
       snprintf(args[r].err, sizeof(args[r].err), "collie_comm_init_all could not start a thread for rank %d", r);
       break;

@@ -12,6 +12,7 @@
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
+#include "coll/coll.h"
 
 typedef struct {
   int64_t color, key, rank;
@@ -21,6 +22,69 @@ static int by_key(const void *a, const void *b) {
   const member_t *x = a, *y = b;
   if (x->key != y->key) return x->key < y->key ? -1 : 1;
   return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* The exchange on the parent: every rank's (color, key), then the new communicator's id
+ * from its new rank 0 (which listens on *listen_fd). *m: the new size, 0 for NOCOLOR. */
+static collie_result_t exchange(collie_comm_t *comm, const char *fn, int color, int key, collie_unique_id_t *id,
+                                int *listen_fd, int *m_out, int *newrank_out) {
+  int n = comm->nranks;
+  member_t mine = {color, key, comm->rank};
+  member_t *all = malloc(sizeof(member_t) * (size_t)n);
+  if (!all) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  /* The nonblocking calls and explicit waits, not the blocking ones: inside the caller's
+   * collie_group_start/end a blocking call only queues its request, and the split needs
+   * the answers now (it read the array before the all-gather had filled it). */
+  collie_request_t *req;
+  collie_result_t res = collie_iallgather(&mine, all, 3, COLLIE_INT64, comm, &req);
+  if (!res) res = collie_wait(req);
+  if (res) {
+    free(all);
+    return res;
+  }
+  int m = 0;
+  for (int r = 0; r < n; r++)
+    if (all[r].color == color && color != COLLIE_SPLIT_NOCOLOR) all[m++] = all[r];
+  *m_out = m;
+  if (color == COLLIE_SPLIT_NOCOLOR) {
+    free(all);
+    return COLLIE_SUCCESS;
+  }
+  qsort(all, (size_t)m, sizeof(member_t), by_key);
+  int newrank = 0;
+  for (int i = 0; i < m; i++)
+    if (all[i].rank == comm->rank) newrank = i;
+  *newrank_out = newrank;
+  int root = (int)all[0].rank;
+
+  if (newrank == 0) {
+    /* Listen where the parent's peers already reach this rank. */
+    collie_id_info_t info = {0};
+    info.root = comm->cards[comm->rank].data_addr;
+    *listen_fd = collie_listen(&info.root);
+    if (*listen_fd < 0) {
+      free(all);
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d could not listen for the new communicator: %s", fn,
+                          comm->rank, strerror(errno));
+    }
+    collie_random_bytes(info.secret, 16);
+    info.version = COLLIE_VERSION_CODE;
+    collie_id_encode(&info, id);
+    for (int i = 1; i < m; i++) { /* one at a time: the id is small, the members few */
+      res = collie_isend(id, sizeof(*id), COLLIE_UINT8, (int)all[i].rank, comm, &req);
+      if (!res) res = collie_wait(req);
+      if (res) break;
+    }
+  } else {
+    res = collie_irecv(id, sizeof(*id), COLLIE_UINT8, root, comm, &req);
+    if (!res) res = collie_wait(req);
+  }
+  free(all);
+  if (res && *listen_fd >= 0) {
+    close(*listen_fd);
+    *listen_fd = -1;
+  }
+  return res;
 }
 
 collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **newcomm) {
@@ -33,62 +97,14 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
     return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
                         "%s on rank %d: color %d is negative; use a color >= 0 or COLLIE_SPLIT_NOCOLOR", fn,
                         comm->rank, color);
-  int n = comm->nranks;
-  member_t mine = {color, key, comm->rank};
-  member_t *all = malloc(sizeof(member_t) * (size_t)n);
-  if (!all) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
-  /* The nonblocking calls and explicit waits, not the blocking ones: inside the caller's
-   * collie_group_start/end a blocking call only queues its request, and the split needs
-   * the answers now (it read the array before the all-gather had filled it). */
-  collie_request_t *req;
-  res = collie_iallgather(&mine, all, 3, COLLIE_INT64, comm, &req);
-  if (!res) res = collie_wait(req);
-  if (res) {
-    free(all);
-    return res;
-  }
-  int m = 0;
-  for (int r = 0; r < n; r++)
-    if (all[r].color == color && color != COLLIE_SPLIT_NOCOLOR) all[m++] = all[r];
-  if (color == COLLIE_SPLIT_NOCOLOR) {
-    free(all);
-    return COLLIE_SUCCESS;
-  }
-  qsort(all, (size_t)m, sizeof(member_t), by_key);
-  int newrank = 0;
-  for (int i = 0; i < m; i++)
-    if (all[i].rank == comm->rank) newrank = i;
-  int root = (int)all[0].rank;
-
   collie_unique_id_t id;
-  int listen_fd = -1;
-  if (newrank == 0) {
-    /* Listen where the parent's peers already reach this rank. */
-    collie_id_info_t info = {0};
-    info.root = comm->cards[comm->rank].data_addr;
-    listen_fd = collie_listen(&info.root);
-    if (listen_fd < 0) {
-      free(all);
-      return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d could not listen for the new communicator: %s", fn,
-                          comm->rank, strerror(errno));
-    }
-    collie_random_bytes(info.secret, 16);
-    info.version = COLLIE_VERSION_CODE;
-    collie_id_encode(&info, &id);
-    for (int i = 1; i < m; i++) { /* one at a time: the id is small, the members few */
-      res = collie_isend(&id, sizeof(id), COLLIE_UINT8, (int)all[i].rank, comm, &req);
-      if (!res) res = collie_wait(req);
-      if (res) break;
-    }
-  } else {
-    res = collie_irecv(&id, sizeof(id), COLLIE_UINT8, root, comm, &req);
-    if (!res) res = collie_wait(req);
-  }
-  free(all);
-  if (res) {
-    if (listen_fd >= 0) close(listen_fd);
-    return res;
-  }
+  int listen_fd = -1, m = 0, newrank = 0;
+  bool claimed;
+  res = collie_coll_claim(comm, fn, &claimed);
+  if (res) return res;
+  res = exchange(comm, fn, color, key, &id, &listen_fd, &m, &newrank);
+  collie_coll_unclaim(comm, claimed);
+  if (res || m == 0) return res;
   collie_config_t cfg = COLLIE_CONFIG_INIT;
   cfg.connect_timeout_ms = comm->connect_timeout_ms;
   cfg.exec_timeout_ms = comm->exec_timeout_ms;

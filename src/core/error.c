@@ -27,6 +27,18 @@ const char *collie_get_error_string(collie_result_t r) {
 
 void collie_set_thread_error(const char *msg) { snprintf(thread_error, sizeof(thread_error), "%s", msg); }
 
+collie_result_t collie_check_magic(const void *handle, uint32_t live, uint32_t dead, const char *fn, const char *what) {
+  if (!handle) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "%s: the %s is NULL", fn, what);
+  uint32_t magic;
+  memcpy(&magic, handle, sizeof(magic));
+  if (magic == dead) return COLLIE_ERR_INVALID_USAGE;
+  if (magic != live)
+    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                        "%s: %p is not a %s that collie returned (or one freed long ago, whose memory was reused)",
+                        fn, handle, what);
+  return COLLIE_SUCCESS;
+}
+
 collie_result_t collie_error(struct collie_comm *comm, collie_result_t res, const char *fmt, ...) {
   char msg[1024];
   va_list ap;

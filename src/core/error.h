@@ -4,6 +4,8 @@
 #ifndef COLLIE_ERROR_H
 #define COLLIE_ERROR_H
 
+#include <stdint.h>
+
 #include "collie.h"
 
 struct collie_comm;
@@ -13,6 +15,13 @@ struct collie_comm;
 collie_result_t collie_error(struct collie_comm *comm, collie_result_t res, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void collie_set_thread_error(const char *msg);
+
+/* A handle from the user whose struct begins with a uint32_t magic: `live` while in use,
+ * `dead` once freed (kept a while in a quarantine, see comm_destroy.c and wait.c). NULL
+ * and a handle with neither magic are COLLIE_ERR_INVALID_ARGUMENT with a sentence; a dead
+ * one is COLLIE_ERR_INVALID_USAGE *without* one, which the caller writes (it knows what
+ * was freed, and by what). `what`: "communicator", "request". */
+collie_result_t collie_check_magic(const void *handle, uint32_t live, uint32_t dead, const char *fn, const char *what);
 
 /* NCCL's discipline: one macro, one exit label. */
 #define COLLIE_CHECK(call)                \

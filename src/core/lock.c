@@ -37,3 +37,14 @@ void collie_lock_wait(collie_lock_t *l) {
 }
 
 void collie_lock_wake(collie_lock_t *l) { collie_futex_wake_n(&l->held, 1); }
+
+int collie_lock_within(collie_lock_t *l, int ms) {
+  for (int tries = 0; tries <= ms; tries++) {
+    if (!atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) {
+      atomic_store_explicit(&l->owner, collie_thread_id(), memory_order_relaxed);
+      return 1;
+    }
+    collie_futex_wait(&l->held, 1, 1);
+  }
+  return 0;
+}

@@ -124,6 +124,72 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
   else sleep_once(comm, done);
 }
 
+/* A finished request is kept, marked dead, until QUARANTINE more have finished in the
+ * same thread: waiting for it again (MPI sets the handle to MPI_REQUEST_NULL, collie cannot)
+ * or testing it after collie_test said done then gets COLLIE_ERR_INVALID_USAGE instead of
+ * reading freed memory, or waiting for whichever request reused it. Per thread, without a
+ * lock; when a thread exits, its last ones move to a shared ring (under a mutex, rarely
+ * taken), since another thread may still hold them: a waiter thread that exited freed
+ * the request a second waiter then read. */
+enum { QUARANTINE = 64 };
+typedef struct {
+  collie_request_t *slot[QUARANTINE];
+  unsigned next;
+} quarantine_t;
+static _Thread_local quarantine_t *quarantine;
+static pthread_key_t quarantine_key;
+static pthread_once_t quarantine_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t exited_lock = PTHREAD_MUTEX_INITIALIZER;
+static quarantine_t exited; /* the requests of threads that exited */
+
+/* Puts req into q's oldest slot; returns what was there, to free. */
+static collie_request_t *quarantine_put(quarantine_t *q, collie_request_t *req) {
+  collie_request_t *old = q->slot[q->next];
+  q->slot[q->next] = req;
+  q->next = (q->next + 1) % QUARANTINE;
+  return old;
+}
+
+static void quarantine_exit(void *p) {
+  quarantine_t *q = p;
+  for (int i = 0; i < QUARANTINE; i++) {
+    if (!q->slot[i]) continue;
+    pthread_mutex_lock(&exited_lock);
+    collie_request_t *old = quarantine_put(&exited, q->slot[i]);
+    pthread_mutex_unlock(&exited_lock);
+    free(old);
+  }
+  free(q);
+}
+
+static void quarantine_key_make(void) {
+  if (pthread_key_create(&quarantine_key, quarantine_exit)) abort();
+}
+
+static void retire_request(collie_request_t *req) {
+  if (req->in_frame) return;
+  if (!quarantine) {
+    pthread_once(&quarantine_once, quarantine_key_make);
+    quarantine = calloc(1, sizeof(*quarantine));
+    if (!quarantine || pthread_setspecific(quarantine_key, quarantine)) {
+      free(quarantine);
+      quarantine = NULL;
+      free(req);
+      return;
+    }
+  }
+  free(quarantine_put(quarantine, req));
+}
+
+static collie_result_t check_request(const collie_request_t *req, const char *fn) {
+  collie_result_t res = collie_check_magic(req, COLLIE_REQ_LIVE, COLLIE_REQ_DEAD, fn, "request");
+  if (res != COLLIE_ERR_INVALID_USAGE) return res;
+  return collie_error(NULL, res,
+                      "%s: the request already completed and was freed by collie_wait, or by collie_test when it "
+                      "reported done; a request is waited for (or tested until done) once",
+                      fn);
+}
+
 collie_result_t collie_request_wait(collie_request_t *req) {
   collie_comm_t *comm = req->comm;
   int idle = 0;
@@ -135,6 +201,15 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     if (progress_once(comm, false)) idle = 0;
     else if (!atomic_load_explicit(&req->done, memory_order_acquire)) collie_idle(comm, &idle, &req->done);
   }
+  /* One completion per request: two threads waiting for (or testing) it at once both got
+   * here, and each released it and its communicator. (A blocking call's request is its
+   * own: no atomic operation for it.) */
+  uint32_t live = COLLIE_REQ_LIVE;
+  if (!req->in_frame && !atomic_compare_exchange_strong(&req->magic, &live, COLLIE_REQ_DEAD))
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
+                        "collie_wait/collie_test on rank %d: another thread waited for or tested this request "
+                        "at the same time and completed it; one thread waits for a request",
+                        comm->rank);
   collie_result_t res = req->result;
   if (res != COLLIE_SUCCESS) {
     pthread_mutex_lock(&comm->err_lock);
@@ -143,19 +218,22 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     pthread_mutex_unlock(&comm->err_lock);
     collie_error(comm, res, "%s", msg);
   }
-  if (!req->in_frame) free(req);
+  if (req->claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
+  retire_request(req);
+  collie_comm_end_abort(comm);
   collie_comm_release(comm);
   return res;
 }
 
 collie_result_t collie_wait(collie_request_t *req) {
-  if (!req) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_wait: the request is NULL");
-  return collie_request_wait(req);
+  collie_result_t res = check_request(req, "collie_wait");
+  return res ? res : collie_request_wait(req);
 }
 
 collie_result_t collie_test(collie_request_t *req, int *done) {
-  if (!req || !done)
-    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: %s is NULL", req ? "done" : "request");
+  if (!done) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: done is NULL");
+  collie_result_t res = check_request(req, "collie_test");
+  if (res) return res;
   if (!atomic_load_explicit(&req->done, memory_order_acquire) && !req->comm->has_progress_thread)
     progress_once(req->comm, true); /* called at the user's pace: every call may be the last for a while */
   if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
@@ -250,7 +328,7 @@ void collie_progress_kick(collie_comm_t *comm) {
 
 collie_result_t collie_start_progress_thread(collie_comm_t *comm) {
   if (collie_param_int(COLLIE_P_PROGRESS_THREAD) <= 0) return COLLIE_SUCCESS;
-  if (pthread_create(&comm->progress_thread, NULL, progress_main, comm) != 0)
+  if (collie_thread_start(&comm->progress_thread, progress_main, comm) != 0)
     return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its progress thread", comm->rank);
   comm->has_progress_thread = true;
   return COLLIE_SUCCESS;

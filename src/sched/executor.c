@@ -232,6 +232,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
   /* Also for a request in a frame: collie_comm_abort from another thread may drop the
    * last other reference while the caller is still in its wait (comm_destroy.c). */
   collie_comm_retain(comm);
+  req->magic = COLLIE_REQ_LIVE;
   req->comm = comm;
   op->req = req;
   if (op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) op->seq = ++comm->coll_seq;

@@ -58,13 +58,20 @@ typedef struct collie_op {
   struct collie_frame *frame;            /* the blocking call's frame it lives in, or NULL (malloc) */
 } collie_op_t;
 
+/* request->magic: a request the user waits for (or tests) again after collie_wait or a
+ * collie_test that said done freed it is recognised while it waits in a quarantine
+ * (core/wait.c). */
+enum { COLLIE_REQ_LIVE = 0x72657175, COLLIE_REQ_DEAD = 0x66726565 };
+
 struct collie_request {
+  _Atomic uint32_t magic;
   collie_comm_t *comm;
   _Atomic int done;
   collie_result_t result;
   collie_coll_t coll;      /* with seq: "allreduce #17", for error sentences */
   uint64_t seq;
   bool in_frame;           /* on a blocking call's stack: not freed */
+  bool claimed;            /* its blocking collective set comm->coll_thread, which the wait clears */
 };
 
 /* A blocking call outside a group waits for its operation before it returns, so its

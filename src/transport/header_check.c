@@ -1,6 +1,7 @@
 /* Matching a received message against what this rank expects; a disagreement becomes
  * COLLIE_ERR_MISMATCH with a sentence that shows both sides. */
 #include <stdio.h>
+#include <string.h>
 
 #include "algo/algo.h"
 #include "core/comm.h"
@@ -59,6 +60,23 @@ int collie_xfer_check_header(collie_comm_t *comm, collie_peer_t *peer, collie_xf
                      got->coll == COLLIE_COLL_SEND ? "" : describe(got, a, sizeof(a)), comm->rank, comm->rank,
                      want->coll == COLLIE_COLL_SEND ? "a point-to-point message" : describe(want, b, sizeof(b)),
                      "");
+  } else if (!strcmp(describe(got, a, sizeof(a)), describe(want, b, sizeof(b))) && got->seq == want->seq) {
+    /* The same call on both sides, but a message of another size: the counts arrays of a
+     * v-collective disagree (they travel in no header). Showing the calls alone gave a
+     * sentence whose two sides read the same. */
+    char why[160];
+    if (want->coll == COLLIE_COLL_ALLTOALLV)
+      snprintf(why, sizeof(why), "rank %d's sendcounts[%d] must equal rank %d's recvcounts[%d]", peer->rank,
+               comm->rank, comm->rank, peer->rank);
+    else if (want->coll == COLLIE_COLL_ALLGATHERV || want->coll == COLLIE_COLL_REDUCE_SCATTERV)
+      snprintf(why, sizeof(why), "every rank must pass the same recvcounts");
+    else
+      snprintf(why, sizeof(why), "the ranks divide the operation differently: settings that must agree differ");
+    collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
+                     "rank %d sent a message of %llu bytes in %s #%llu to rank %d while rank %d expected %llu bytes "
+                     "from it in that operation; %s",
+                     peer->rank, (unsigned long long)got->nbytes, collie_coll_name((collie_coll_t)want->coll),
+                     (unsigned long long)want->seq, comm->rank, comm->rank, (unsigned long long)want->nbytes, why);
   } else {
     collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
                      "rank %d called %s as operation #%llu while rank %d called %s as operation #%llu; every "

@@ -35,8 +35,9 @@
  * processes (with --big).
  * --mismatch: rank 0 calls allreduce with count 1000, the others with 1024; every rank must
  * get COLLIE_ERR_MISMATCH naming allreduce (and, where the rank saw the counts, both
- * counts); then a datatype mismatch on a second communicator; then a third, healthy
- * communicator must still work.
+ * counts); then a datatype mismatch on a second communicator, counts that differ on
+ * two more, alltoallv counts arrays that disagree; then a healthy communicator must still
+ * work.
  *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
@@ -1087,10 +1088,11 @@ static void run_determinism(ctx_t *x) {
 static int contains(const char *s, const char *w) { return s && strstr(s, w) != NULL; }
 
 static void run_mismatch(ctx_t *x) {
-  collie_comm_t *dtc = NULL, *healthy = NULL, *tiny = NULL, *lines = NULL;
+  collie_comm_t *dtc = NULL, *healthy = NULL, *tiny = NULL, *lines = NULL, *vc = NULL;
   collie_result_t r;
   if ((r = collie_comm_split(x->comm, 0, x->rank, &dtc)) || (r = collie_comm_split(x->comm, 0, x->rank, &healthy)) ||
-      (r = collie_comm_split(x->comm, 0, x->rank, &tiny)) || (r = collie_comm_split(x->comm, 0, x->rank, &lines))) {
+      (r = collie_comm_split(x->comm, 0, x->rank, &tiny)) || (r = collie_comm_split(x->comm, 0, x->rank, &lines)) ||
+      (r = collie_comm_split(x->comm, 0, x->rank, &vc))) {
     api_failed(x, NULL, "collie_comm_split", r);
     return;
   }
@@ -1163,6 +1165,25 @@ static void run_mismatch(ctx_t *x) {
     }
     collie_comm_destroy(cc);
   }
+
+  /* 2d. alltoallv whose counts arrays disagree: rank 0 sends and expects 12 elements per
+   * rank, the others 10. The calls carry no counts, so the sentence must show the two
+   * message sizes (it once read "alltoallv(count=0, float32)" on both sides) */
+  size_t vcnt[64], vdis[64];
+  for (int i = 0; i < x->n && i < 64; i++) {
+    vcnt[i] = x->rank == 0 ? 12 : 10;
+    vdis[i] = (size_t)i * 16;
+  }
+  r = x->n <= 64 ? collie_alltoallv(sb, vcnt, vdis, rb, vcnt, vdis, COLLIE_FLOAT32, vc) : COLLIE_ERR_MISMATCH;
+  msg = collie_get_last_error(vc);
+  x->cases++;
+  if (x->n > 1 && (r != COLLIE_ERR_MISMATCH || !contains(msg, "alltoallv") || !contains(msg, "40 bytes") ||
+                   !contains(msg, "48 bytes") || !contains(msg, "sendcounts"))) {
+    x->failed++;
+    say(x, "MISMATCH mismatch: alltoallv with disagreeing counts returned %s, expected COLLIE_ERR_MISMATCH showing "
+           "40 and 48 bytes and naming sendcounts (last error: %s)", collie_get_error_string(r), msg ? msg : "(none)");
+  }
+  collie_comm_destroy(vc);
 
   /* 3. a communicator that took no part is still healthy; at least one rank saw both counts */
   int flags[2] = {has_both, has_both}, res[2] = {0, 0};

@@ -22,6 +22,23 @@ set_tests_properties(fault_exec_timeout fault_test_timeout fault_connect_timeout
 add_test(NAME fault_shm_timeout COMMAND ${FAULT_BIN} shm-timeout)
 set_tests_properties(fault_shm_timeout PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=shm")
+# Rank 0 of 3 completes an allreduce of 0 elements that the others call with 4, and
+# destroys: they must be told that it destroyed its communicator, not that it died.
+add_test(NAME fault_uneven_destroy COMMAND ${FAULT_BIN} uneven-destroy)
+set_tests_properties(fault_uneven_destroy PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Two threads of one rank calling collectives on one communicator at once.
+add_test(NAME fault_two_threads COMMAND ${FAULT_BIN} two-threads)
+set_tests_properties(fault_two_threads PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Requests and communicators used after they were freed; an abort during a destroy.
+add_test(NAME fault_stale_handles COMMAND ${FAULT_BIN} stale-handles)
+set_tests_properties(fault_stale_handles PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# A signal handler aborting a communicator that a thread is using (40 repetitions).
+add_test(NAME fault_signal_abort COMMAND ${FAULT_BIN} signal-abort)
+set_tests_properties(fault_signal_abort PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Communicators destroyed in different orders on different ranks.
+add_test(NAME fault_destroy_order COMMAND ${FAULT_BIN} destroy-order)
+set_tests_properties(fault_destroy_order PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=5")
 # Timeouts with a progress thread. Whichever thread finds one holds the lock when it fails
 # the communicator: these hung while the failure's wake-up took that lock. In exec-timeout and
 # shm-timeout the waiting thread or the progress thread may find it; in test-timeout only

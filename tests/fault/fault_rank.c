@@ -15,10 +15,22 @@
  *   fault_rank bad-args                 two threads: every bad argument is refused, comm still works
  *   fault_rank abort                    two threads: abort with an operation pending
  *   fault_rank slow-destroy             rank 1 destroys late: rank 0's destroy is bounded
+ *   fault_rank uneven-destroy           three threads: rank 0 completes an allreduce of 0
+ *                                       elements and destroys; the others learn that it did
+ *   fault_rank two-threads              two threads of one rank call collectives (or
+ *                                       collie_comm_split) on one communicator at once:
+ *                                       refused on every rank
+ *   fault_rank stale-handles            requests and communicators used after they were
+ *                                       freed (waited twice, destroyed after abort, ...) are
+ *                                       refused; two threads waiting for one request;
+ *                                       an abort during a destroy is safe
+ *   fault_rank signal-abort             a signal handler aborts a communicator in use
+ *   fault_rank destroy-order            two ranks destroy 10 communicators in opposite orders
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -188,16 +200,19 @@ typedef struct {
   int rc;
 } targ_t;
 
-#define EXPECT_BAD(call)                                                                                 \
-  do {                                                                                                   \
-    collie_result_t r_ = (call);                                                                         \
-    const char *m_ = collie_get_last_error(comm);                                                        \
-    if (r_ != COLLIE_ERR_INVALID_ARGUMENT || !strstr(m_, "rank")) {                                      \
-      fprintf(stderr, "rank %d: %s returned %s (%s), expected an invalid-argument sentence\n", rank, #call, \
-              collie_get_error_string(r_), m_);                                                          \
-      a->rc = 1;                                                                                         \
-    }                                                                                                    \
+/* `call` must return `code` with a sentence (comm's last error, or the thread's when comm
+ * is NULL) that contains `word`. */
+#define EXPECT_CODE(call, code, errcomm, word)                                                             \
+  do {                                                                                                     \
+    collie_result_t r_ = (call);                                                                           \
+    const char *m_ = collie_get_last_error(errcomm);                                                       \
+    if (r_ != (code) || !strstr(m_, word)) {                                                               \
+      fprintf(stderr, "rank %d: %s returned %s (%s), expected %s with a sentence\n", rank, #call,           \
+              collie_get_error_string(r_), m_, collie_get_error_string(code));                            \
+      a->rc = 1;                                                                                           \
+    }                                                                                                      \
   } while (0)
+#define EXPECT_BAD(call) EXPECT_CODE(call, COLLIE_ERR_INVALID_ARGUMENT, comm, "rank")
 
 static void *bad_args_thread(void *p) {
   targ_t *a = p;
@@ -218,6 +233,12 @@ static void *bad_args_thread(void *p) {
   EXPECT_BAD(collie_allgatherv(buf, 3, out, counts, displs, COLLIE_FLOAT32, comm));
   EXPECT_BAD(collie_reduce_scatterv(buf, out, NULL, COLLIE_FLOAT32, COLLIE_SUM, comm));
   EXPECT_BAD(collie_alltoallv(buf, counts, NULL, out, counts, displs, COLLIE_FLOAT32, comm));
+  /* Displacements whose blocks wrap around the address space (one wrote 4 bytes before the
+   * receive buffer and returned success). */
+  size_t wrap[2] = {0, SIZE_MAX / 4};
+  EXPECT_BAD(collie_allgatherv(buf, 4, out, counts, wrap, COLLIE_FLOAT32, comm));
+  EXPECT_BAD(collie_alltoallv(buf, counts, displs, out, counts, wrap, COLLIE_FLOAT32, comm));
+  EXPECT_BAD(collie_alltoallv(buf, counts, wrap, out, counts, displs, COLLIE_FLOAT32, comm));
   EXPECT_BAD(collie_send(buf, 4, COLLIE_FLOAT32, n + 3, comm));
   EXPECT_BAD(collie_recv(NULL, 4, COLLIE_FLOAT32, 0, comm));
   EXPECT_BAD(collie_iallreduce(buf, out, 4, COLLIE_FLOAT32, COLLIE_SUM, comm, NULL));
@@ -286,20 +307,400 @@ static void *shm_timeout_thread(void *p) {
   return NULL;
 }
 
-static int threads(int n, void *(*fn)(void *)) {
-  collie_comm_t *comms[3];
-  collie_result_t r = collie_comm_init_all(comms, n);
-  if (r) return fail("init_all", r, NULL);
+/* Rank 0 calls allreduce with count 0 (complete at once), ranks 1 and 2 with count 4, as
+ * when the last batch is empty on one rank only; then rank 0 destroys its communicator.
+ * Ranks 1 and 2 must learn that rank 0 destroyed it (they were told it "died or closed
+ * its connection without destroying the communicator"). Rank 0's exec timeout is 2 s,
+ * theirs 4 s (uneven_destroy): their own timeouts must not come first. */
+static void *uneven_destroy_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  float in[4] = {1, 2, 3, 4}, out[4];
+  double t0 = now_s();
+  collie_result_t r = collie_allreduce(in, out, rank == 0 ? 0 : 4, COLLIE_FLOAT32, COLLIE_SUM, a->comm);
+  if (rank == 0) {
+    collie_result_t d = collie_comm_destroy(a->comm);
+    printf("rank 0: allreduce of 0 elements %s, destroy %s after %.1f s\n", collie_get_error_string(r),
+           collie_get_error_string(d), now_s() - t0);
+    a->rc = r || d || now_s() - t0 > 10;
+    return NULL;
+  }
+  const char *msg = collie_get_last_error(a->comm);
+  printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), now_s() - t0, msg);
+  a->rc = !(r == COLLIE_ERR_REMOTE && strstr(msg, "rank 0 destroyed its communicator") && !strstr(msg, "died") &&
+            now_s() - t0 < 10);
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+/* Two threads of rank 0 on one communicator: thread A is inside a blocking allreduce
+ * (rank 1 joins late), thread B calls another. Every call must fail with
+ * COLLIE_ERR_INVALID_USAGE naming the overlap, on both ranks and at once: the ranks cannot
+ * pair two threads' collectives, and same-size calls were paired crosswise into wrong sums
+ * without an error. Then, on a new pair of communicators, collectives handed from one
+ * thread to the next (never at once) still work. */
+typedef struct {
+  collie_comm_t *comm;
+  collie_result_t r;
+  float out;
+  int color; /* split_call */
+} call_t;
+
+static void *allreduce_call(void *p) {
+  call_t *c = p;
+  float in = 1;
+  c->r = collie_allreduce(&in, &c->out, 1, COLLIE_FLOAT32, COLLIE_SUM, c->comm);
+  return NULL;
+}
+
+/* Rank 1 makes `call` with ca 300 ms late; rank 0 makes it from two threads, with ca and,
+ * 100 ms later (ca's call is then waiting for rank 1), with cb. */
+static void overlapping_calls(int rank, void *(*call)(void *), void *ca, void *cb) {
+  if (rank == 1) {
+    usleep(300000);
+    call(ca);
+    return;
+  }
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, call, ca);
+  usleep(100000);
+  pthread_create(&tb, NULL, call, cb);
+  pthread_join(tb, NULL);
+  pthread_join(ta, NULL);
+}
+
+static void *two_threads_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  double t0 = now_s();
+  call_t ca = {a->comm, 0, 0, 0}, cb = {a->comm, 0, 0, 0};
+  overlapping_calls(rank, allreduce_call, &ca, &cb);
+  const char *msg = collie_get_last_error(a->comm);
+  if (rank == 1) {
+    printf("rank 1: %s after %.1f s: %s\n", collie_get_error_string(ca.r), now_s() - t0, msg);
+    a->rc = !(ca.r == COLLIE_ERR_INVALID_USAGE && strstr(msg, "another thread") && now_s() - t0 < 5);
+  } else {
+    printf("rank 0: thread A %s, thread B %s: %s\n", collie_get_error_string(ca.r), collie_get_error_string(cb.r), msg);
+    a->rc = !(ca.r == COLLIE_ERR_INVALID_USAGE && cb.r == COLLIE_ERR_INVALID_USAGE && strstr(msg, "another thread") &&
+              strstr(msg, "allreduce #1") && now_s() - t0 < 5);
+  }
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+static void *handoff_thread(void *p) {
+  targ_t *a = p;
+  for (int i = 0; i < 4 && !a->rc; i++) { /* each call from a new thread, one after the other */
+    call_t c = {a->comm, 0, 0, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, allreduce_call, &c);
+    pthread_join(t, NULL);
+    if (c.r || c.out != 2.0f) {
+      printf("handoff call %d: %s, %g: %s\n", i, collie_get_error_string(c.r), (double)c.out,
+             collie_get_last_error(a->comm));
+      a->rc = 1;
+    }
+  }
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+/* Handles used after they were freed, as MPI users do (MPI sets a waited request and a
+ * freed communicator to a null handle; collie cannot change the caller's variable): each
+ * must be refused with COLLIE_ERR_INVALID_USAGE. They read freed memory (and could wait
+ * for whichever request reused it). */
+#define EXPECT_USAGE(call) EXPECT_CODE(call, COLLIE_ERR_INVALID_USAGE, NULL, "already")
+
+static void *stale_handles_thread(void *p) {
+  targ_t *a = p;
+  collie_comm_t *comm = a->comm;
+  int rank, n, done = 0;
+  collie_comm_rank(comm, &rank);
+  collie_comm_size(comm, &n);
+  float x = 1, y = 0;
+  collie_request_t *req;
+  if (collie_iallreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, comm, &req) || collie_wait(req)) a->rc = 1;
+  EXPECT_USAGE(collie_wait(req));
+  EXPECT_USAGE(collie_test(req, &done));
+  if (collie_isend(&x, 1, COLLIE_FLOAT32, (rank + 1) % n, comm, &req)) a->rc = 1;
+  collie_request_t *rreq;
+  if (collie_irecv(&y, 1, COLLIE_FLOAT32, (rank + n - 1) % n, comm, &rreq) || collie_wait(rreq)) a->rc = 1;
+  while (!a->rc && !done)
+    if (collie_test(req, &done)) a->rc = 1;
+  EXPECT_USAGE(collie_test(req, &done));
+  EXPECT_USAGE(collie_wait(req));
+  if (collie_comm_destroy(comm)) a->rc = 1;
+  EXPECT_USAGE(collie_comm_destroy(comm));
+  EXPECT_USAGE(collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, comm));
+  EXPECT_USAGE(collie_comm_abort(comm));
+  return NULL;
+}
+
+/* Two threads of rank 0 wait for the same receive at once, 50 times: exactly one must
+ * complete it, the other get COLLIE_ERR_INVALID_USAGE. Both completed it, each releasing
+ * the request and the communicator (heap-use-after-free under ASan). */
+static collie_request_t *shared_req;
+static void *wait_shared(void *p) {
+  *(collie_result_t *)p = collie_wait(shared_req);
+  return NULL;
+}
+
+static void *two_waiters_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  float x = 1, y = 0;
+  for (int it = 0; it < 50 && !a->rc; it++) {
+    if (rank == 1) {
+      usleep(200);
+      a->rc = collie_send(&x, 1, COLLIE_FLOAT32, 0, a->comm) != COLLIE_SUCCESS;
+      continue;
+    }
+    if (collie_irecv(&y, 1, COLLIE_FLOAT32, 1, a->comm, &shared_req)) a->rc = 1;
+    collie_result_t r[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, wait_shared, &r[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    if (!((r[0] == COLLIE_SUCCESS && r[1] == COLLIE_ERR_INVALID_USAGE) ||
+          (r[1] == COLLIE_SUCCESS && r[0] == COLLIE_ERR_INVALID_USAGE))) {
+      printf("two waiters, repetition %d: %s and %s\n", it, collie_get_error_string(r[0]), collie_get_error_string(r[1]));
+      a->rc = 1;
+    }
+  }
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+/* collie_comm_abort, then collie_comm_destroy (a cleanup path that destroys every
+ * communicator it created): the destroy must be refused, not free it again. */
+static void *abort_then_destroy_thread(void *p) {
+  targ_t *a = p;
+  collie_comm_t *comm = a->comm;
+  int rank;
+  collie_comm_rank(comm, &rank);
+  if (collie_comm_abort(comm)) a->rc = 1;
+  EXPECT_USAGE(collie_comm_destroy(comm));
+  EXPECT_USAGE(collie_barrier(comm));
+  return NULL;
+}
+
+/* Rank 0 destroys with a receive pending that rank 1 never matches (rank 1 destroys 1 s
+ * late): the destroy waits for it; meanwhile the main thread aborts rank 0's communicator
+ * (a watchdog ending a stuck shutdown). Both tore it down and dropped the handle: the
+ * destroy then used freed memory. The receive's request is then waited for: aborted. */
+static collie_comm_t *late_comms[2];
+static void *late_destroy_thread(void *p) {
+  targ_t *a = p;
+  int rank, x = 0;
+  collie_comm_rank(a->comm, &rank);
+  collie_request_t *req = NULL;
+  if (rank == 1) sleep(1);
+  else if (collie_irecv(&x, 1, COLLIE_INT32, 1, a->comm, &req)) a->rc = 1;
+  double t0 = now_s();
+  collie_result_t r = collie_comm_destroy(a->comm);
+  printf("rank %d: destroy %s after %.1f s\n", rank, collie_get_error_string(r), now_s() - t0);
+  if (r != COLLIE_SUCCESS || (rank == 0 && now_s() - t0 > 0.9)) a->rc = 1;
+  if (req && collie_wait(req) != COLLIE_ERR_ABORTED) a->rc = 1;
+  return NULL;
+}
+
+/* A signal handler aborts rank 0's communicator while rank 0 loops all-reduces with rank 1
+ * (as a SIGALRM watchdog or a SIGINT handler would). The handler often interrupts rank 0
+ * holding the communicator's lock: the abort waited for it forever (hung 9 times in 12),
+ * or tore the communicator down under the interrupted call (SIGSEGV); and the signal could
+ * land on collie's own threads, whose state the abort then freed under them. Every
+ * repetition must end: rank 0 with COLLIE_ERR_ABORTED (or COLLIE_ERR_INVALID_USAGE for the
+ * freed handle), rank 1 with an error, the handler having run on rank 0's thread (the
+ * others block SIGUSR1). */
+static collie_comm_t *sig_comms[2];
+static _Atomic(pthread_t) sig_thread;
+static _Atomic int sig_on_rank0;
+static void abort_handler(int sig) {
+  (void)sig;
+  sig_on_rank0 = pthread_equal(pthread_self(), sig_thread);
+  collie_comm_abort(sig_comms[0]);
+}
+
+static void *sig_loop_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  sigset_t usr1; /* blocked by the creating thread: rank 0 takes it */
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  if (rank == 0) {
+    sig_thread = pthread_self();
+    pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+  }
+  float x[64] = {0}, y[64];
+  collie_result_t r;
+  long n = 0;
+  while (!(r = collie_allreduce(x, y, 64, COLLIE_FLOAT32, COLLIE_SUM, a->comm))) n++;
+  /* Rank 0: the interrupted call fails as aborted, or, when the signal came between two
+   * calls, the next call finds its handle freed. */
+  a->rc = rank == 0 ? r != COLLIE_ERR_ABORTED && r != COLLIE_ERR_INVALID_USAGE : r == COLLIE_SUCCESS;
+  if (a->rc) printf("rank %d: %s after %ld all-reduces: %s\n", rank, collie_get_error_string(r), n,
+                    collie_get_last_error(NULL));
+  if (rank == 1) collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+enum { REPS = 40 }; /* before the fix, a run of 12 hung about one time in two */
+
+static int signal_abort(void) {
+  struct sigaction sa = {0};
+  sa.sa_handler = abort_handler;
+  sigaction(SIGUSR1, &sa, NULL);
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, NULL); /* this thread: never the handler's */
+  int rc = 0;
+  for (int rep = 0; rep < REPS && !rc; rep++) {
+    if (collie_comm_init_all(sig_comms, 2)) return 1;
+    pthread_t th[2];
+    targ_t args[2] = {{sig_comms[0], 0}, {sig_comms[1], 0}};
+    sig_thread = (pthread_t)0;
+    sig_on_rank0 = 0;
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, sig_loop_thread, &args[i]);
+    usleep((useconds_t)(2000 + (rep * 7919) % 40000));
+    kill(getpid(), SIGUSR1); /* to the process: any thread that does not block it */
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    rc = args[0].rc | args[1].rc | !sig_on_rank0;
+    if (!sig_on_rank0) printf("repetition %d: the handler ran on a thread other than rank 0's\n", rep);
+  }
+  printf("signal-abort: %s\n", rc ? "FAILED" : "every repetition ended");
+  return rc;
+}
+
+/* Each of 2 ranks splits 10 communicators and destroys them, rank 0 in creation order,
+ * rank 1 in reverse. Each destroy waited until the other rank destroyed the same one:
+ * every destroy but the middle ones waited out COLLIE_EXEC_TIMEOUT (5 here: 25 s). */
+static void *destroy_order_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  collie_comm_t *cs[10];
+  for (int i = 0; i < 10; i++)
+    if (collie_comm_split(a->comm, 0, rank, &cs[i])) {
+      a->rc = 1;
+      return NULL;
+    }
+  double t0 = now_s();
+  for (int k = 0; k < 10; k++)
+    if (collie_comm_destroy(cs[rank ? 9 - k : k])) a->rc = 1;
+  float x = 1, y = 0; /* the parent still works */
+  if (collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, a->comm) || y != 2.0f) a->rc = 1;
+  collie_comm_destroy(a->comm);
+  printf("rank %d: 10 communicators destroyed in %s order in %.1f s\n", rank, rank ? "reverse" : "creation",
+         now_s() - t0);
+  if (now_s() - t0 > 3) a->rc = 1;
+  return NULL;
+}
+
+/* The same with collie_comm_split: rank 0's thread A splits (rank 1 joins late), thread
+ * B splits meanwhile. Two threads splitting one communicator at once had their exchanges
+ * paired crosswise and got communicators of the wrong ranks (size 1 instead of 2) without
+ * an error. */
+static void *split_call(void *p) {
+  call_t *c = p;
+  collie_comm_t *nc = NULL;
+  c->r = collie_comm_split(c->comm, c->color, 0, &nc);
+  if (nc) collie_comm_destroy(nc);
+  return NULL;
+}
+
+static void *two_splits_thread(void *p) {
+  targ_t *a = p;
+  int rank;
+  collie_comm_rank(a->comm, &rank);
+  call_t ca = {a->comm, 0, 0, 0}, cb = {a->comm, 0, 0, 1};
+  overlapping_calls(rank, split_call, &ca, &cb);
+  if (rank == 1) a->rc = ca.r != COLLIE_ERR_INVALID_USAGE;
+  else
+    a->rc = ca.r != COLLIE_ERR_INVALID_USAGE || cb.r != COLLIE_ERR_INVALID_USAGE ||
+            !strstr(collie_get_last_error(a->comm), "inside collie_comm_split");
+  if (a->rc) printf("rank %d: splits from two threads: %s, %s: %s\n", rank, collie_get_error_string(ca.r),
+                    collie_get_error_string(cb.r), collie_get_last_error(a->comm));
+  collie_comm_destroy(a->comm);
+  return NULL;
+}
+
+static int threads(int n, void *(*fn)(void *));
+static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us);
+
+static int stale_handles(void) {
+  int rc = threads(2, stale_handles_thread) | threads(2, abort_then_destroy_thread) | threads(2, two_waiters_thread);
+  if (collie_comm_init_all(late_comms, 2)) return 1;
+  return rc | threads_on(late_comms, 2, late_destroy_thread, late_comms[0], 300000);
+}
+
+static int two_threads(void) {
+  return threads(2, two_threads_thread) | threads(2, handoff_thread) | threads(2, two_splits_thread);
+}
+
+/* Runs fn for each of n ranks, one thread each; `abort_after` (if any) is aborted by the
+ * calling thread abort_us microseconds after they start. */
+static int threads_on(collie_comm_t **comms, int n, void *(*fn)(void *), collie_comm_t *abort_after, int abort_us) {
   pthread_t th[3];
   targ_t args[3];
   for (int i = 0; i < n; i++) args[i] = (targ_t){comms[i], 0};
   for (int i = 0; i < n; i++) pthread_create(&th[i], NULL, fn, &args[i]);
   int rc = 0;
+  if (abort_after) {
+    usleep((useconds_t)abort_us);
+    rc = collie_comm_abort(abort_after) != COLLIE_SUCCESS;
+  }
   for (int i = 0; i < n; i++) {
     pthread_join(th[i], NULL);
     rc |= args[i].rc;
   }
   return rc;
+}
+
+/* uneven-destroy's ranks: created one per thread, rank 0 with a 2 s exec timeout and the
+ * others with 4 s. */
+typedef struct {
+  collie_unique_id_t id;
+  int rank;
+  collie_comm_t *comm;
+} make_arg_t;
+
+static void *make_rank(void *p) {
+  make_arg_t *m = p;
+  collie_config_t cfg = COLLIE_CONFIG_INIT;
+  cfg.exec_timeout_ms = m->rank == 0 ? 2000 : 4000;
+  if (collie_comm_init_rank_config(&m->comm, 3, m->id, m->rank, &cfg)) m->comm = NULL;
+  return NULL;
+}
+
+static int uneven_destroy(void) {
+  make_arg_t m[3];
+  collie_comm_t *comms[3];
+  pthread_t th[3];
+  if (collie_get_unique_id(&m[0].id)) return 1;
+  for (int i = 0; i < 3; i++) {
+    m[i].id = m[0].id;
+    m[i].rank = i;
+    pthread_create(&th[i], NULL, make_rank, &m[i]);
+  }
+  int made = 1;
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    comms[i] = m[i].comm;
+    made &= comms[i] != NULL;
+  }
+  if (!made) return fail("init", COLLIE_ERR_INTERNAL, NULL);
+  return threads_on(comms, 3, uneven_destroy_thread, NULL, 0);
+}
+
+static int threads(int n, void *(*fn)(void *)) {
+  collie_comm_t *comms[3];
+  collie_result_t r = collie_comm_init_all(comms, n);
+  if (r) return fail("init_all", r, NULL);
+  return threads_on(comms, n, fn, NULL, 0);
 }
 
 int main(int argc, char **argv) {
@@ -317,6 +718,11 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout\n");
+  if (argc == 2 && !strcmp(argv[1], "uneven-destroy")) return uneven_destroy();
+  if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
+  if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
+  if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
+  if (argc == 2 && !strcmp(argv[1], "destroy-order")) return threads(2, destroy_order_thread);
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | destroy-order\n");
   return 2;
 }
