@@ -62,6 +62,27 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
   collie_comm_wake(comm);
 }
 
+collie_result_t collie_init_no_memory(collie_comm_t *comm, int rank, const char *what) {
+  return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d ran out of memory creating the communicator (%s): " COLLIE_MEMORY_ADVICE,
+                      rank, what);
+}
+
+collie_result_t collie_comm_fail_no_memory(collie_comm_t *comm, const char *fn, const char *what, ...) {
+  char w[256], msg[1024];
+  va_list ap;
+  va_start(ap, what);
+  vsnprintf(w, sizeof(w), what, ap);
+  va_end(ap);
+  if (comm->nranks == 1)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory (%s): " COLLIE_MEMORY_ADVICE, fn, comm->rank, w);
+  snprintf(msg, sizeof(msg),
+           "%s on rank %d failed: out of memory (%s); since the other ranks would wait for this rank's part, "
+           "the communicator now fails on every rank: " COLLIE_MEMORY_ADVICE ", then create a new communicator",
+           fn, comm->rank, w);
+  collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false, "%s", msg);
+  return collie_error(comm, COLLIE_ERR_SYSTEM, "%s", msg);
+}
+
 void collie_comm_retain(collie_comm_t *comm) { atomic_fetch_add(&comm->refs, 1); }
 
 void collie_comm_free(collie_comm_t *comm);

@@ -112,6 +112,18 @@ const char *collie_comm_last_error(const collie_comm_t *comm);
  * with `msg`. Unless `from_remote`, the other ranks are told through the control channel. */
 void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* An allocation failed while this rank posted `fn` (a collective, a send or receive, a
+ * split): the other ranks have posted their part or will, and would wait for this rank's
+ * until COLLIE_EXEC_TIMEOUT, so the communicator fails on every rank at once with this
+ * sentence (a one-rank communicator only returns it). `what` says what could not be
+ * allocated. Returns COLLIE_ERR_SYSTEM. Safe with comm->lock held, like collie_comm_fail. */
+collie_result_t collie_comm_fail_no_memory(collie_comm_t *comm, const char *fn, const char *what, ...)
+    __attribute__((format(printf, 3, 4)));
+/* What to do when memory runs out, for the sentences that say so. */
+#define COLLIE_MEMORY_ADVICE "free memory or raise the limit (ulimit -v, the container's memory limit)"
+/* Creating a communicator ran out of memory on `rank` (comm may be NULL: its own memory
+ * was what failed); `what` names the allocation. Returns COLLIE_ERR_SYSTEM. */
+collie_result_t collie_init_no_memory(collie_comm_t *comm, int rank, const char *what);
 /* Describes a peer for error sentences: "rank 2 (pid 4711 on host x)". */
 const char *collie_peer_desc(const collie_comm_t *comm, int rank, char *buf, size_t len);
 
