@@ -38,6 +38,12 @@ typedef struct {
   char text[1024];
 } fail_t;
 
+typedef struct {
+  uint8_t secret[16];
+  int32_t nranks;
+  fail_t fail;
+} join_fail_t;
+
 static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint32_t len, int64_t deadline) {
   frame_t f = {CTL_MAGIC, type, rank, len};
   if (collie_send_all(fd, &f, sizeof(f), deadline) != 0) return -1;
@@ -46,7 +52,9 @@ static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint
 }
 
 /* Receives one frame; payload is malloc'ed (caller frees). 0 ok, -1 closed/error, -2 timeout,
- * -3 not a collie frame. */
+ * -3 not a collie frame, FRAME_NO_MEMORY when the payload could not be allocated (the
+ * connection is then out of step: the caller must say so, not that the peer closed it). */
+#define FRAME_NO_MEMORY -4
 static int recv_frame(int fd, frame_t *f, void **payload, int64_t deadline) {
   *payload = NULL;
   int r = collie_recv_all(fd, f, sizeof(*f), deadline);
@@ -54,7 +62,7 @@ static int recv_frame(int fd, frame_t *f, void **payload, int64_t deadline) {
   if (f->magic != CTL_MAGIC || f->len > CTL_MAX_PAYLOAD) return -3;
   if (f->len) {
     *payload = malloc(f->len + 1);
-    if (!*payload) return -1;
+    if (!*payload) return FRAME_NO_MEMORY;
     r = collie_recv_all(fd, *payload, f->len, deadline);
     if (r) {
       free(*payload);
@@ -66,11 +74,18 @@ static int recv_frame(int fd, frame_t *f, void **payload, int64_t deadline) {
   return 0;
 }
 
+/* The notice of a rank that failed while the communicator was created, with its sentence. */
+static fail_t creation_failure(int rank, const char *msg) {
+  fail_t ft = {COLLIE_ERR_REMOTE, rank, ""};
+  snprintf(ft.text, sizeof(ft.text), "rank %d failed while creating the communicator: %.900s", rank, msg);
+  return ft;
+}
+
 static int64_t deadline_after_ms(int ms) { return collie_now_ns() + (int64_t)ms * 1000000; }
 
 static collie_result_t alloc_control(collie_comm_t *comm) {
   collie_control_t *c = calloc(1, sizeof(*c));
-  if (!c) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  if (!c) return collie_init_no_memory(comm, comm->rank, "its control channel");
   c->root_fd = -1;
   c->wake_fd = -1;
   pthread_mutex_init(&c->send_lock, NULL);
@@ -80,7 +95,7 @@ static collie_result_t alloc_control(collie_comm_t *comm) {
   if (comm->rank == 0) {
     c->fds = malloc(sizeof(int) * (size_t)comm->nranks);
     c->said_bye = calloc((size_t)comm->nranks, sizeof(bool));
-    if (!c->fds || !c->said_bye) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
+    if (!c->fds || !c->said_bye) return collie_init_no_memory(comm, 0, "its table of connections");
     for (int i = 0; i < comm->nranks; i++) c->fds[i] = -1;
   }
   return COLLIE_SUCCESS;
@@ -158,6 +173,20 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
     int r = recv_frame(fd, &f, &pl, hd < deadline ? hd : deadline);
     hello_t *h = pl;
     const char *why = NULL;
+    if (r == FRAME_NO_MEMORY) {
+      collie_socket_close(fd);
+      collie_init_no_memory(comm, 0, "the greeting of a joining rank");
+      return fail_joined(comm, COLLIE_ERR_SYSTEM, "%s", comm->last_error);
+    }
+    if (r == 0 && f.type == COLLIE_CTL_JOIN_FAIL && f.len == sizeof(join_fail_t) &&
+        memcmp(((join_fail_t *)pl)->secret, id->secret, 16) == 0 && ((join_fail_t *)pl)->nranks == comm->nranks) {
+      join_fail_t *jf = pl;
+      jf->fail.text[sizeof(jf->fail.text) - 1] = 0;
+      collie_socket_close(fd);
+      collie_result_t res = fail_joined(comm, COLLIE_ERR_REMOTE, "%s", jf->fail.text);
+      free(pl);
+      return res;
+    }
     if (r != 0 || f.type != COLLIE_CTL_HELLO || f.len != sizeof(hello_t)) why = "it sent no collie greeting";
     else if (memcmp(h->secret, id->secret, 16) != 0) why = "it did not present this communicator's secret";
     if (why) {
@@ -198,15 +227,58 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
   return COLLIE_SUCCESS;
 }
 
+/* Rank 0 gave up while ranks were still joining (one failed, or rank 0 did): those whose
+ * connection waits in the listen backlog, or comes within a second, get rank 0's sentence
+ * too, as the ranks that had joined did, instead of a dropped connection ("rank 0 died,
+ * dropped us") or, for those not yet connected, a wait until COLLIE_CONNECT_TIMEOUT.
+ * answer_joiners answers up to `missing` greetings that present `secret` with *ft. */
+static void answer_joiners(int listen_fd, const uint8_t *secret, int missing, const fail_t *ft) {
+  int64_t until = deadline_after_ms(1000);
+  while (missing > 0) {
+    int64_t left = (until - collie_now_ns()) / 1000000;
+    if (left <= 0) break;
+    struct pollfd p = {listen_fd, POLLIN, 0};
+    if (poll(&p, 1, (int)left) <= 0) continue;
+    struct sockaddr_storage from;
+    int shortage;
+    int fd = collie_accept(listen_fd, &from, &shortage);
+    if (shortage) break;
+    if (fd < 0) continue;
+    frame_t f;
+    void *pl = NULL;
+    if (recv_frame(fd, &f, &pl, deadline_after_ms(200)) == 0 && f.type == COLLIE_CTL_HELLO && f.len == sizeof(hello_t) &&
+        memcmp(((hello_t *)pl)->secret, secret, 16) == 0) {
+      send_frame(fd, COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(200));
+      missing--;
+    }
+    free(pl);
+    collie_socket_close(fd);
+  }
+}
+
+static void answer_latecomers(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd, collie_result_t code) {
+  fail_t ft = {code, 0, ""};
+  snprintf(ft.text, sizeof(ft.text), "%s", comm->last_error);
+  int missing = 0;
+  for (int r = 1; r < comm->nranks; r++) missing += comm->ctl->fds[r] < 0;
+  answer_joiners(listen_fd, id->secret, missing, &ft);
+}
+
 static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
                                    const collie_settings_t *my_settings, int64_t deadline) {
   collie_control_t *c = comm->ctl;
   collie_settings_t *settings = malloc(sizeof(*settings) * (size_t)comm->nranks);
-  if (!settings) return fail_joined(comm, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
-  settings[0] = *my_settings;
-  collie_result_t res = root_accept_all(comm, id, listen_fd, settings, deadline);
-  if (!res) res = check_settings(comm, settings);
-  free(settings);
+  collie_result_t res;
+  if (!settings) {
+    collie_init_no_memory(comm, 0, "its table of the ranks' settings");
+    res = fail_joined(comm, COLLIE_ERR_SYSTEM, "%s", comm->last_error);
+  } else {
+    settings[0] = *my_settings;
+    res = root_accept_all(comm, id, listen_fd, settings, deadline);
+    if (!res) res = check_settings(comm, settings);
+    free(settings);
+  }
+  if (res && res != COLLIE_ERR_TIMEOUT) answer_latecomers(comm, id, listen_fd, res);
   if (res) return res;
   size_t bytes = sizeof(collie_card_t) * (size_t)comm->nranks;
   for (int r = 1; r < comm->nranks; r++)
@@ -216,17 +288,44 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
   return COLLIE_SUCCESS;
 }
 
+void collie_ctl_tell_join_failure(const collie_id_info_t *id, int rank, int nranks, int listen_fd, int fd,
+                                  int64_t deadline_ns, const char *msg) {
+  if (nranks == 1) return;
+  if (rank == 0) {
+    fail_t ft = creation_failure(0, msg);
+    if (listen_fd >= 0) answer_joiners(listen_fd, id->secret, nranks - 1, &ft);
+    return;
+  }
+  join_fail_t jf;
+  memset(&jf, 0, sizeof(jf));
+  memcpy(jf.secret, id->secret, 16);
+  jf.nranks = nranks;
+  jf.fail = creation_failure(rank, msg);
+  const bool own = fd < 0;
+  int err;
+  if (own) fd = collie_connect_retry(&id->root, deadline_ns, &err);
+  if (fd < 0) return; /* rank 0 is not there: nobody waits for this rank yet */
+  send_frame(fd, COLLIE_CTL_JOIN_FAIL, rank, &jf, sizeof(jf), deadline_ns);
+  if (own) collie_socket_close(fd);
+}
+
 collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
                                  collie_card_t *my_card, const collie_settings_t *my_settings,
                                  collie_make_listener_fn make_listener) {
-  collie_result_t res = alloc_control(comm);
-  if (res) return res;
   int64_t deadline = deadline_after_ms(comm->connect_timeout_ms);
+  collie_result_t res = alloc_control(comm);
+  if (res) {
+    collie_ctl_tell_join_failure(id, comm->rank, comm->nranks, listen_fd, -1, deadline, comm->last_error);
+    return res;
+  }
   char a[80];
   if (comm->rank == 0) {
     struct sockaddr_storage ip = id->root;
     res = make_listener(comm, &ip);
-    if (res) return res;
+    if (res) {
+      collie_ctl_tell_join_failure(id, 0, comm->nranks, listen_fd, -1, deadline, comm->last_error);
+      return res;
+    }
     comm->cards[0] = *my_card;
     comm->cards[0].data_addr = comm->tcp->addr;
     if (comm->nranks == 1) return COLLIE_SUCCESS;
@@ -254,7 +353,10 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   socklen_t llen = sizeof(local);
   getsockname(fd, (struct sockaddr *)&local, &llen);
   res = make_listener(comm, &local);
-  if (res) return res;
+  if (res) {
+    collie_ctl_tell_join_failure(id, comm->rank, comm->nranks, -1, fd, deadline, comm->last_error);
+    return res;
+  }
   my_card->data_addr = comm->tcp->addr;
   hello_t h;
   memset(&h, 0, sizeof(h));
@@ -269,6 +371,11 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   frame_t f;
   void *pl = NULL;
   int r = recv_frame(fd, &f, &pl, deadline);
+  if (r == FRAME_NO_MEMORY) {
+    res = collie_init_no_memory(comm, comm->rank, "a message from rank 0");
+    collie_ctl_tell_creation_failure(comm, comm->last_error); /* rank 0 reads it at the first barrier */
+    return res;
+  }
   if (r == -2)
     return collie_error(comm, COLLIE_ERR_TIMEOUT,
                         "rank %d timed out after %d ms waiting for the other ranks to join (rank 0 at %s "
@@ -393,7 +500,10 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
       int got_frame = recv_frame(c->fds[r], &f, &pl, deadline);
       got[r] = true;
       heard++;
-      if (!failure[0] && got_frame != 0)
+      if (!failure[0] && got_frame == FRAME_NO_MEMORY)
+        snprintf(failure, flen, "rank 0 ran out of memory creating the communicator (a message from rank %d): %s",
+                 r, COLLIE_MEMORY_ADVICE);
+      else if (!failure[0] && got_frame != 0)
         snprintf(failure, flen, "rank %d %s while the communicator was being created", r,
                  got_frame == -2 ? "did not answer in time" : "closed its connection");
       else if (!failure[0] && f.type == COLLIE_CTL_FAIL)
@@ -422,15 +532,22 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
     root_gather_barrier(comm, my_error, failure, sizeof(failure), deadline);
   } else {
     if (my_error) {
-      fail_t ft = {COLLIE_ERR_REMOTE, comm->rank, ""};
-      snprintf(ft.text, sizeof(ft.text), "rank %d failed while creating the communicator: %.900s", comm->rank,
-               my_error);
+      fail_t ft = creation_failure(comm->rank, my_error);
       send_frame(c->root_fd, COLLIE_CTL_FAIL, comm->rank, &ft, sizeof(ft), deadline);
+      /* Until rank 0 has passed it on (its answer): this rank's failure path then removes
+       * the peers' shared-memory segments, and a rank still opening them would otherwise
+       * find them gone before it learns why, and report that instead. */
+      int64_t told = deadline_after_ms(2000);
+      if (recv_frame(c->root_fd, &f, &pl, told < deadline ? told : deadline) == 0) free(pl);
       return COLLIE_ERR_SYSTEM;
     }
     send_frame(c->root_fd, COLLIE_CTL_BARRIER, comm->rank, NULL, 0, deadline);
     int rc = recv_frame(c->root_fd, &f, &pl, deadline);
-    if (rc != 0)
+    if (rc == FRAME_NO_MEMORY)
+      snprintf(failure, sizeof(failure),
+               "rank %d ran out of memory creating the communicator (a message from rank 0): %s", comm->rank,
+               COLLIE_MEMORY_ADVICE);
+    else if (rc != 0)
       snprintf(failure, sizeof(failure), "rank 0 %s while the communicator was being created",
                rc == -2 ? "did not answer in time" : "closed its connection");
     else if (f.type == COLLIE_CTL_FAIL)
@@ -440,6 +557,11 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   if (my_error) return COLLIE_ERR_SYSTEM;
   if (failure[0]) return collie_error(comm, COLLIE_ERR_REMOTE, "%s", failure);
   return COLLIE_SUCCESS;
+}
+
+void collie_ctl_tell_creation_failure(collie_comm_t *comm, const char *msg) {
+  fail_t ft = creation_failure(comm->rank, msg);
+  collie_ctl_send_fail(comm, COLLIE_ERR_REMOTE, ft.text);
 }
 
 void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) {
@@ -490,6 +612,14 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
   void *pl = NULL;
   char pd[160];
   int rc = recv_frame(fd, &f, &pl, deadline_after_ms(5000));
+  if (rc == FRAME_NO_MEMORY) { /* the connection is out of step: this rank can watch no more */
+    collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
+                     "rank %d ran out of memory reading a control message from %s, and can no longer watch its "
+                     "peers: %s; create a new communicator",
+                     comm->rank, collie_peer_desc(comm, from, pd, sizeof(pd)), COLLIE_MEMORY_ADVICE);
+    free(pl);
+    return false;
+  }
   if (rc != 0) {
     pthread_mutex_lock(&c->m);
     bool departed = comm->rank == 0 ? c->said_bye[from] : c->bye_done;
@@ -538,13 +668,8 @@ static void *watchdog_main(void *arg) {
   collie_comm_t *comm = arg;
   collie_control_t *c = comm->ctl;
   int n = comm->nranks;
-  struct pollfd *p = calloc((size_t)n + 1, sizeof(struct pollfd));
-  int *who = calloc((size_t)n + 1, sizeof(int));
-  if (!p || !who) {
-    free(p);
-    free(who);
-    return NULL;
-  }
+  struct pollfd *p = c->wd_poll;
+  int *who = c->wd_who;
   for (;;) {
     int k = 0;
     p[k].fd = c->wake_fd;
@@ -586,18 +711,25 @@ static void *watchdog_main(void *arg) {
       }
     }
   }
-  free(p);
-  free(who);
   return NULL;
 }
 
 collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
   collie_control_t *c = comm->ctl;
   if (comm->nranks == 1) return COLLIE_SUCCESS;
+  /* Allocated here, not in the thread: a thread that found no memory ended silently, and
+   * the communicator went on with nobody watching (a dead peer went unseen, and destroy
+   * waited for goodbyes nobody relayed until COLLIE_EXEC_TIMEOUT). */
+  c->wd_poll = calloc((size_t)comm->nranks + 1, sizeof(struct pollfd));
+  c->wd_who = calloc((size_t)comm->nranks + 1, sizeof(int));
+  if (!c->wd_poll || !c->wd_who) return collie_init_no_memory(comm, comm->rank, "the poll set of its watchdog");
   c->wake_fd = eventfd(0, EFD_CLOEXEC);
   if (c->wake_fd < 0) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: eventfd failed: %s", comm->rank, strerror(errno));
-  if (pthread_create(&c->watchdog, NULL, watchdog_main, comm) != 0)
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its watchdog thread", comm->rank);
+  int rc = pthread_create(&c->watchdog, NULL, watchdog_main, comm);
+  if (rc != 0)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its watchdog thread: %s; %s", comm->rank,
+                        strerror(rc), rc == EAGAIN ? "raise the limit of processes and threads (ulimit -u) or "
+                                                     COLLIE_MEMORY_ADVICE : "check the system's limits");
   c->watchdog_running = true;
   return COLLIE_SUCCESS;
 }
@@ -646,6 +778,8 @@ void collie_ctl_close(collie_comm_t *comm) {
       if (c->fds[r] >= 0) collie_socket_close(c->fds[r]);
   free(c->fds);
   free(c->said_bye);
+  free(c->wd_poll);
+  free(c->wd_who);
   pthread_mutex_destroy(&c->send_lock);
   pthread_mutex_destroy(&c->m);
   pthread_cond_destroy(&c->cv);
