@@ -63,3 +63,17 @@ endforeach()
 # variable, instead of a hang until COLLIE_EXEC_TIMEOUT.
 add_test(NAME fault_settings_mismatch COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/settings_mismatch_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_settings_mismatch PROPERTIES TIMEOUT 240 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Out of memory: one allocation of libcollie fails (alloc_fail_shim, preloaded), in one
+# rank of 3, at every place the library allocates: rank 1 or rank 0, shared memory or TCP,
+# from creation on or once the communicator exists. Each run must end at once with
+# sentences naming that rank, no timeout, no crash, nothing left in /dev/shm. Before, a
+# failure while posting an operation, or before a rank joined, left the others waiting
+# until COLLIE_EXEC_TIMEOUT or COLLIE_CONNECT_TIMEOUT. Not under ASan, which must be the
+# first library loaded.
+add_library(alloc_fail_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_shim.c)
+target_link_libraries(alloc_fail_shim PRIVATE ${CMAKE_DL_LIBS})
+add_executable(alloc_fail_rank ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_rank.c)
+target_link_libraries(alloc_fail_rank PRIVATE collie)
+add_test(NAME fault_alloc_fail COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                                       $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>)
+set_tests_properties(fault_alloc_fail PROPERTIES TIMEOUT 300 LABELS "fault;noasan")

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Out of memory, one allocation at a time: alloc_fail_shim (LD_PRELOAD) makes the first
+# call from one place of libcollie that allocates fail with ENOMEM, in one rank of 3, for
+# every such place the run reaches (found by a first run that only records them). Each
+# run must end at once (well within the 30 s timeouts), without a crash, with every error
+# sentence naming the rank that ran out, the rank's own sentence saying it ran out of
+# memory, no timeout blamed on anyone, and nothing left in /dev/shm (a private one).
+#   alloc_fail_test.sh COLLIE_RUN ALLOC_FAIL_RANK ALLOC_FAIL_SHIM [SCENARIO...]
+# SCENARIO is TRANSPORT:VICTIM[:after-init] (shm or tcp; the rank that runs out; with
+# after-init only the allocations once the communicator exists count).
+set -u
+run=$1
+prog=$2
+shim=$3
+shift 3
+scenarios=${*:-shm:1 tcp:1 shm:0 shm:0:after-init tcp:0:after-init}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v unshare >/dev/null || fail "unshare (util-linux) is missing"
+
+# Everything runs in a mount namespace with a private /dev/shm, so that what a run leaves
+# there is seen, and nothing outside is touched.
+if [ -z "${ALLOC_FAIL_IN_NS:-}" ]; then
+  exec timeout -s KILL 600 unshare --mount --propagation private env ALLOC_FAIL_IN_NS=1 bash "$0" "$run" "$prog" "$shim" $scenarios
+fi
+mount -t tmpfs -o size=512m tmpfs /dev/shm || fail "cannot mount a private /dev/shm"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export COLLIE_CONNECT_TIMEOUT=30 COLLIE_EXEC_TIMEOUT=30 COLLIE_SOCKET_IFNAME=lo
+limit=10 # seconds a run may take: a third of the timeouts
+
+# one_run OUT [VAR=VALUE...]: 3 ranks under the shim; sets rc and took.
+one_run() {
+  local out=$1
+  shift
+  local start=$(date +%s%N)
+  env "$@" LD_PRELOAD="$shim" timeout -s KILL 60 "$run" --timeout 45 -n 3 "$prog" >"$out" 2>&1
+  rc=$?
+  took=$((($(date +%s%N) - start) / 1000000))
+}
+
+total=0
+for sc in $scenarios; do
+  IFS=: read -r tr victim phase <<<"$sc"
+  vars=(ALLOC_FAIL_RANK="$victim")
+  [ "$tr" = tcp ] && vars+=(COLLIE_TRANSPORT=tcp)
+  [ "$phase" = after-init ] && vars+=(ALLOC_FAIL_AFTER_INIT=1)
+  rm -f "$dir/trace"
+  one_run "$dir/out" "${vars[@]}" ALLOC_FAIL_TRACE="$dir/trace"
+  [ "$rc" = 0 ] || { cat "$dir/out"; fail "$sc: the run without a failure failed"; }
+  sites=$(awk '!seen[$0]++' "$dir/trace")
+  [ -n "$sites" ] || fail "$sc: the shim saw no allocation of libcollie (is the program linked with the shared library?)"
+  n=0
+  for site in $sites; do
+    n=$((n + 1))
+    one_run "$dir/out" "${vars[@]}" ALLOC_FAIL_SITE="$site"
+    what="$sc, allocation site $site ($n of $(echo "$sites" | wc -l))"
+    show() { echo "== $what: exit $rc after $took ms"; cat "$dir/out"; }
+    { [ "$rc" = 137 ] || [ "$rc" = 124 ] || [ "$took" -ge $((limit * 1000)) ]; } &&
+      { show; fail "$what: the run took $took ms (hung, or waited for a timeout)"; }
+    grep -q "killed by signal" "$dir/out" && { show; fail "$what: a rank crashed"; }
+    [ "$rc" -lt 128 ] || { show; fail "$what: exit status $rc"; }
+    errors=$(grep "^alloc_fail_rank: rank .* failed: " "$dir/out")
+    if [ -n "$errors" ]; then
+      echo "$errors" | grep -q "timeout expired" && { show; fail "$what: a rank waited for a timeout"; }
+      # collie_mem_alloc belongs to no communicator: its sentence has no rank to name.
+      echo "$errors" | grep -v ": mem_alloc failed: " | sed 's/^alloc_fail_rank: rank [^:]*: [^:]*: [^:]*://' |
+        grep -v "rank $victim\b" &&
+        { show; fail "$what: an error does not name rank $victim, the one that ran out of memory"; }
+      own=$(echo "$errors" | grep "^alloc_fail_rank: rank $victim: ")
+      [ -z "$own" ] || echo "$own" | grep -q "out of memory\|Cannot allocate memory" ||
+        { show; fail "$what: rank $victim's error does not say it ran out of memory"; }
+    fi
+    left=$(ls -A /dev/shm)
+    [ -z "$left" ] || { show; fail "$what: left in /dev/shm: $left"; }
+    if [ -n "${ALLOC_FAIL_VERBOSE:-}" ]; then show; fi
+  done
+  echo "== $sc: $n allocation sites, each failed once: every run ended at once and named rank $victim"
+  total=$((total + n))
+done
+echo "PASS: $total runs, each with one allocation failing"
