@@ -119,8 +119,6 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
  * allocated. Returns COLLIE_ERR_SYSTEM. Safe with comm->lock held, like collie_comm_fail. */
 collie_result_t collie_comm_fail_no_memory(collie_comm_t *comm, const char *fn, const char *what, ...)
     __attribute__((format(printf, 3, 4)));
-/* What to do when memory runs out, for the sentences that say so. */
-#define COLLIE_MEMORY_ADVICE "free memory or raise the limit (ulimit -v, the container's memory limit)"
 /* Creating a communicator ran out of memory on `rank` (comm may be NULL: its own memory
  * was what failed); `what` names the allocation. Returns COLLIE_ERR_SYSTEM. */
 collie_result_t collie_init_no_memory(collie_comm_t *comm, int rank, const char *what);
