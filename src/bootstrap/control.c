@@ -44,6 +44,13 @@ typedef struct {
   fail_t fail;
 } join_fail_t;
 
+/* A goodbye (destroy), and its relay by rank 0: how many collectives the rank issued. */
+typedef struct {
+  int32_t rank;
+  uint32_t pad;
+  uint64_t issued;
+} left_t;
+
 static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint32_t len, int64_t deadline) {
   frame_t f = {CTL_MAGIC, type, rank, len};
   if (collie_send_all(fd, &f, sizeof(f), deadline) != 0) return -1;
@@ -604,6 +611,16 @@ static void root_note_bye(collie_comm_t *comm, int from) {
   signal_bye(c);
 }
 
+/* Rank 0: rank `from` is leaving after `issued` collectives. The others learn it too, so
+ * that a rank already waiting in a later collective for it fails now. */
+static void note_left(collie_comm_t *comm, int from, uint64_t issued) {
+  left_t l = {from, 0, issued};
+  pthread_mutex_lock(&comm->ctl->send_lock);
+  send_to_all(comm, COLLIE_CTL_LEFT, &l, sizeof(l), from, deadline_after_ms(1000));
+  pthread_mutex_unlock(&comm->ctl->send_lock);
+  collie_comm_peer_left(comm, from, issued);
+}
+
 /* A frame from rank `from` (rank 0's view) or from rank 0 (the others' view). Returns false
  * when the connection is finished. */
 static bool handle_frame(collie_comm_t *comm, int fd, int from) {
@@ -656,7 +673,11 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
       collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
     }
   } else if (f.type == COLLIE_CTL_BYE && comm->rank == 0) {
+    if (f.len == sizeof(left_t)) note_left(comm, from, ((left_t *)pl)->issued);
     root_note_bye(comm, from);
+  } else if (f.type == COLLIE_CTL_LEFT && comm->rank != 0 && f.len == sizeof(left_t)) {
+    left_t *l = pl;
+    if (l->rank >= 0 && l->rank < comm->nranks) collie_comm_peer_left(comm, l->rank, l->issued);
   } else if (f.type == COLLIE_CTL_BYE_ACK && comm->rank != 0) {
     signal_bye(c);
   }
@@ -737,11 +758,16 @@ collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
 collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
   collie_control_t *c = comm->ctl;
   if (!c || comm->nranks == 1 || !c->watchdog_running) return COLLIE_SUCCESS;
+  collie_lock(&comm->lock);
+  const uint64_t issued = comm->coll_seq;
+  collie_unlock(&comm->lock);
   if (comm->rank == 0) {
+    note_left(comm, 0, issued);
     root_note_bye(comm, 0);
   } else if (c->root_fd >= 0) {
+    left_t l = {comm->rank, 0, issued};
     pthread_mutex_lock(&c->send_lock);
-    send_frame(c->root_fd, COLLIE_CTL_BYE, comm->rank, NULL, 0, deadline_after_ms(1000));
+    send_frame(c->root_fd, COLLIE_CTL_BYE, comm->rank, &l, sizeof(l), deadline_after_ms(1000));
     pthread_mutex_unlock(&c->send_lock);
   }
   pthread_mutex_lock(&c->m);

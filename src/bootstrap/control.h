@@ -24,7 +24,8 @@ enum {
   COLLIE_CTL_FAIL,
   COLLIE_CTL_BYE,
   COLLIE_CTL_BYE_ACK,
-  COLLIE_CTL_JOIN_FAIL /* instead of a greeting: this rank failed before it could join */
+  COLLIE_CTL_JOIN_FAIL, /* instead of a greeting: this rank failed before it could join */
+  COLLIE_CTL_LEFT       /* rank 0 to the others: a rank said goodbye after N collectives */
 };
 
 typedef struct collie_control {

@@ -154,6 +154,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   }
   bool kick;
   collie_result_t res = collie_post_locked(comm, op, req, &kick);
+  if (!res) collie_comm_check_left(comm);
   collie_unlock(&comm->lock);
   if (kick) collie_progress_kick(comm);
   if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);

@@ -276,6 +276,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   comm->stream_bytes = (uint64_t)collie_param_int(COLLIE_P_STREAM_BYTES);
   comm->yield = (int)collie_param_int(COLLIE_P_YIELD);
   collie_set_wait_peer(comm, -1);
+  atomic_store(&comm->left_after, UINT64_MAX);
   const char *algo = collie_param_str(COLLIE_P_ALGO), *proto = collie_param_str(COLLIE_P_PROTO);
   if (config) {
     if (config->exec_timeout_ms > 0) comm->exec_timeout_ms = config->exec_timeout_ms;

@@ -15,6 +15,13 @@ add_test(NAME fault_connect_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} connec
 add_test(NAME fault_junk_on_bootstrap COMMAND bash ${FAULT_SH} ${FAULT_BIN} junk)
 add_test(NAME fault_slow_destroy COMMAND bash ${FAULT_SH} ${FAULT_BIN} slow-destroy)
 add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
+# A rank that gives up (destroys) while the others wait for it in a later collective: they
+# fail at once naming it, where they waited until COLLIE_EXEC_TIMEOUT (30 s here).
+foreach(tr auto tcp)
+  add_test(NAME fault_early_destroy_${tr} COMMAND $<TARGET_FILE:collie-run> -n 3 --timeout 25 ${FAULT_BIN} early-destroy)
+  set_tests_properties(fault_early_destroy_${tr} PROPERTIES TIMEOUT 60 LABELS fault
+                       ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=30;COLLIE_TRANSPORT=${tr}")
+endforeach()
 add_test(NAME fault_abort COMMAND ${FAULT_BIN} abort)
 set_tests_properties(fault_exec_timeout fault_test_timeout fault_connect_timeout fault_slow_destroy fault_junk_on_bootstrap fault_bad_args fault_abort
                      PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
