@@ -7,6 +7,8 @@
  *   ALLOC_FAIL_AFTER_INIT=1  count only after the program calls alloc_fail_arm() (once
  *                            its communicator exists)
  *   ALLOC_FAIL_TRACE=path    append the site of every call (counted as above) to path
+ *   ALLOC_FAIL_GETADDRINFO=1 getaddrinfo fails with EAI_MEMORY, as glibc's does when its
+ *                            own allocations fail
  *
  * malloc, calloc, realloc, strdup, posix_memalign, aligned_alloc and anonymous mmap are
  * covered; a call counts when its caller lies in a library whose name holds "libcollie"
@@ -18,6 +20,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +46,7 @@ static long nth = 1;
 static atomic_long calls_at_site;
 static atomic_bool armed;
 static int trace_fd = -1;
+static bool fail_getaddrinfo;
 static _Thread_local bool inside; /* our own calls (dladdr, write) are not the library's */
 
 /* dlsym may allocate before the real functions are known: a little static memory. */
@@ -71,6 +75,7 @@ static void set_up(void) {
   if (s) site = (uintptr_t)strtoull(s, NULL, 0);
   if (k) nth = atol(k);
   if (victim && t) trace_fd = open(t, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fail_getaddrinfo = victim && getenv("ALLOC_FAIL_GETADDRINFO") != NULL;
   atomic_store(&armed, getenv("ALLOC_FAIL_AFTER_INIT") == NULL);
   atomic_store(&state, 2);
 }
@@ -169,4 +174,12 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     return MAP_FAILED;
   }
   return real_mmap(addr, len, prot, flags, fd, off);
+}
+
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {
+  set_up();
+  if (fail_getaddrinfo) return EAI_MEMORY;
+  int (*real)(const char *, const char *, const struct addrinfo *, struct addrinfo **) =
+      (int (*)(const char *, const char *, const struct addrinfo *, struct addrinfo **))dlsym(RTLD_NEXT, "getaddrinfo");
+  return real(node, service, hints, res);
 }

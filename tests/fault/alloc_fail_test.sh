@@ -77,4 +77,10 @@ for sc in $scenarios; do
   echo "== $sc: $n allocation sites, each failed once: every run ended at once and named rank $victim"
   total=$((total + n))
 done
-echo "PASS: $total runs, each with one allocation failing"
+# The root address cannot be resolved for want of memory (glibc's getaddrinfo gives
+# EAI_MEMORY): COLLIE_ERR_SYSTEM with what to do, not an invalid address.
+COLLIE_RANK=1 COLLIE_NRANKS=2 COLLIE_ROOT_ADDR=localhost:1 ALLOC_FAIL_RANK=1 ALLOC_FAIL_GETADDRINFO=1 \
+  LD_PRELOAD="$shim" timeout -s KILL 30 "$prog" >"$dir/out" 2>&1
+grep -q "init failed: system call failed: .*cannot resolve host 'localhost': Memory allocation failure; free memory" \
+  "$dir/out" || { cat "$dir/out"; fail "an address not resolved for want of memory was not a system error saying so"; }
+echo "PASS: $total runs, each with one allocation failing; getaddrinfo out of memory"
