@@ -749,8 +749,7 @@ collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
   int rc = pthread_create(&c->watchdog, NULL, watchdog_main, comm);
   if (rc != 0)
     return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its watchdog thread: %s; %s", comm->rank,
-                        strerror(rc), rc == EAGAIN ? "raise the limit of processes and threads (ulimit -u) or "
-                                                     COLLIE_MEMORY_ADVICE : "check the system's limits");
+                        strerror(rc), collie_thread_advice(rc));
   c->watchdog_running = true;
   return COLLIE_SUCCESS;
 }

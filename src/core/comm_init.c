@@ -35,7 +35,11 @@ collie_result_t collie_get_unique_id(collie_unique_id_t *id) {
   if (fd < 0)
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id could not listen on %s: %s",
                         collie_addr_str(&ip, a, sizeof(a)), strerror(errno));
-  collie_id_listener_register(info.secret, fd);
+  if (collie_id_listener_register(info.secret, fd) != 0) {
+    close(fd);
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id: out of memory (its record of the listening "
+                        "socket): " COLLIE_MEMORY_ADVICE);
+  }
   return COLLIE_SUCCESS;
 }
 
@@ -63,14 +67,17 @@ static collie_result_t make_listener(collie_comm_t *comm, const struct sockaddr_
 static collie_result_t setup_transports(collie_comm_t *comm) {
   collie_result_t res = COLLIE_SUCCESS;
   bool *use_tcp = calloc((size_t)comm->nranks, sizeof(bool));
-  if (!use_tcp) return collie_init_no_memory(comm, comm->rank, "its table of transports");
+  comm->local_ranks = malloc(sizeof(int) * (size_t)comm->nranks);
+  if (!use_tcp || !comm->local_ranks) {
+    /* Through the first barrier, which the others wait in: they would see only this
+     * rank's connection close. */
+    free(use_tcp);
+    collie_init_no_memory(comm, comm->rank, "its tables of transports and local ranks");
+    collie_ctl_barrier(comm, comm->last_error);
+    return COLLIE_ERR_SYSTEM;
+  }
   /* Local ranks: same host identity, and both willing to use shared memory. */
   const collie_card_t *me = &comm->cards[comm->rank];
-  comm->local_ranks = malloc(sizeof(int) * (size_t)comm->nranks);
-  if (!comm->local_ranks) {
-    free(use_tcp);
-    return collie_init_no_memory(comm, comm->rank, "its table of local ranks");
-  }
   for (int r = 0; r < comm->nranks; r++) {
     const collie_card_t *c = &comm->cards[r];
     bool local = r == comm->rank || ((me->caps & c->caps & COLLIE_CAP_SHM) && !strcmp(me->host_id, c->host_id));
@@ -234,7 +241,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
                                           const collie_config_t *config, int listen_fd) {
   collie_result_t res = COLLIE_SUCCESS;
   char msg[512];
-  bool joining = false;
+  bool joining = false, set_up = false;
   if (!out) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_rank: comm is NULL");
   *out = NULL;
   if (nranks < 1 || rank < 0 || rank >= nranks)
@@ -338,6 +345,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   if (res) goto fail;
   res = setup_transports(comm);
   if (res) goto fail;
+  set_up = true;
   res = collie_ctl_start_watchdog(comm);
   if (res) goto fail;
   res = collie_start_progress_thread(comm);
@@ -354,9 +362,9 @@ fail:
   if (comm->last_error[0]) collie_set_thread_error(comm->last_error);
   if (!joining) failed_before_joining(&info, rank, nranks, config, res, listen_fd);
   else if (listen_fd >= 0) close(listen_fd);
-  /* Failed on its own after the set-up barriers (the progress thread, the timing of
-   * process_vm_readv): the others would see only its connections close. */
-  if (comm->ctl && comm->ctl->watchdog_running && !atomic_load(&comm->failed))
+  /* Failed on its own after the set-up barriers (its watchdog or progress thread, the
+   * timing of process_vm_readv): the others would see only its connections close. */
+  if (set_up && !atomic_load(&comm->failed))
     collie_ctl_tell_creation_failure(comm, collie_get_last_error(NULL));
   atomic_store(&comm->destroyed, 1);
   collie_comm_teardown(comm);
@@ -399,7 +407,11 @@ collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
   if (fd < 0)
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all could not listen on loopback: %s",
                         strerror(errno));
-  collie_id_listener_register(info.secret, fd);
+  if (collie_id_listener_register(info.secret, fd) != 0) {
+    close(fd);
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all: out of memory (its record of the listening "
+                        "socket): " COLLIE_MEMORY_ADVICE);
+  }
 
   init_all_arg_t *args = calloc((size_t)nranks, sizeof(*args));
   pthread_t *th = calloc((size_t)nranks, sizeof(pthread_t));
@@ -407,26 +419,36 @@ collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
     free(args);
     free(th);
     close(collie_id_listener_take(info.secret));
-    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all: out of memory");
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all: out of memory (its tables of %d ranks): "
+                        COLLIE_MEMORY_ADVICE, nranks);
   }
   int started = 0;
   for (int r = 0; r < nranks; r++) {
     comms[r] = NULL;
     args[r] = (init_all_arg_t){&comms[r], nranks, r, id, COLLIE_SUCCESS, ""};
-    if (pthread_create(&th[r], NULL, init_all_thread, &args[r]) != 0) {
+    int rc = pthread_create(&th[r], NULL, init_all_thread, &args[r]);
+    if (rc != 0) {
       args[r].res = COLLIE_ERR_SYSTEM;
-      snprintf(args[r].err, sizeof(args[r].err), "collie_comm_init_all could not start a thread for rank %d", r);
+      snprintf(args[r].err, sizeof(args[r].err), "collie_comm_init_all could not start a thread for rank %d: %s; %s",
+               r, strerror(rc), collie_thread_advice(rc));
+      /* The ranks started wait for this one: it fails in their creation at once, where they
+       * waited until COLLIE_CONNECT_TIMEOUT (rank 0 cannot be told: none has started). */
+      int64_t deadline = collie_now_ns() + (int64_t)creation_connect_timeout_ms(NULL) * 1000000;
+      if (r > 0) collie_ctl_tell_join_failure(&info, r, nranks, -1, -1, deadline, args[r].err);
       break;
     }
     started++;
   }
   for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+  /* The sentence of a rank that failed on its own, rather than one that reports another
+   * rank's failure (COLLIE_ERR_REMOTE: "rank 1 closed its connection"). */
   collie_result_t res = COLLIE_SUCCESS;
-  for (int r = 0; r < nranks && r <= started; r++)
-    if (r < nranks && args[r].res && !res) {
-      res = args[r].res;
-      collie_set_thread_error(args[r].err);
-    }
+  for (int pass = 0; pass < 2 && !res; pass++)
+    for (int r = 0; r < nranks && r <= started; r++)
+      if (args[r].res && !res && (pass || args[r].res != COLLIE_ERR_REMOTE)) {
+        res = args[r].res;
+        collie_set_thread_error(args[r].err);
+      }
   if (res) {
     char keep[1024];
     snprintf(keep, sizeof(keep), "%s", collie_get_last_error(NULL));

@@ -14,6 +14,9 @@ collie_result_t collie_error(struct collie_comm *comm, collie_result_t res, cons
     __attribute__((format(printf, 3, 4)));
 void collie_set_thread_error(const char *msg);
 
+/* What to do when pthread_create failed with `rc`, for the sentences that say so. */
+const char *collie_thread_advice(int rc);
+
 /* What to do when memory runs out, for the sentences that say so. */
 #define COLLIE_MEMORY_ADVICE "free memory or raise the limit (ulimit -v, the container's memory limit)"
 

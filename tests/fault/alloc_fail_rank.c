@@ -7,6 +7,8 @@
  * "alloc_fail_rank: rank R: WHAT failed: CODE: SENTENCE" and goes straight to destroy
  * (as a program that gives up would); exit status 0 or 1. Linked with the shared
  * library, so that the shim can tell the library's allocations from the program's. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +84,45 @@ static int everything(collie_comm_t *comm, float *a, float *b, float *c, size_t 
   return point_to_point(comm, a, b) || registered(comm, a, b);
 }
 
-int main(void) {
+/* `alloc_fail_rank threads`: 3 ranks as threads of this process (collie_comm_init_all),
+ * each an all-reduce of 1 MiB and a barrier. */
+static collie_comm_t *thread_comms[3];
+
+static void *thread_rank(void *p) {
+  collie_comm_t *comm = thread_comms[(intptr_t)p];
+  float *a = calloc(N, sizeof(float)), *b = calloc(N, sizeof(float));
+  int r = (int)(intptr_t)p;
+  if (a && b) {
+    collie_result_t res = collie_allreduce(a, b, N, COLLIE_FLOAT32, COLLIE_SUM, comm);
+    if (!res) res = collie_barrier(comm);
+    if (res)
+      fprintf(stderr, "alloc_fail_rank: rank %d: allreduce or barrier failed: %s: %s\n", r,
+              collie_get_error_string(res), collie_get_last_error(comm));
+    else
+      fprintf(stderr, "alloc_fail_rank: rank %d: OK\n", r);
+  }
+  collie_comm_destroy(comm);
+  free(a);
+  free(b);
+  return NULL;
+}
+
+static int threads(void) {
+  collie_result_t res = collie_comm_init_all(thread_comms, 3);
+  if (res) {
+    fprintf(stderr, "alloc_fail_rank: threads: init failed: %s: %s\n", collie_get_error_string(res),
+            collie_get_last_error(NULL));
+    return 1;
+  }
+  pthread_t th[3];
+  for (intptr_t r = 0; r < 3; r++)
+    if (pthread_create(&th[r], NULL, thread_rank, (void *)r) != 0) return 1; /* not the library's */
+  for (int r = 0; r < 3; r++) pthread_join(th[r], NULL);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "threads")) return threads();
   float *a = calloc(N, sizeof(float)), *b = calloc(N, sizeof(float)), *c = calloc(N, sizeof(float));
   size_t *counts = calloc(64, sizeof(size_t)), *displs = calloc(64, sizeof(size_t));
   if (!a || !b || !c || !counts || !displs) return 1;

@@ -1,7 +1,8 @@
 /* alloc_fail_shim: an LD_PRELOAD library that makes one allocation made by libcollie fail
  * with ENOMEM, so that alloc_fail_test.sh can walk every place the library allocates.
  *
- *   ALLOC_FAIL_RANK=r        only the process whose COLLIE_RANK is r is touched
+ *   ALLOC_FAIL_RANK=r        only the process whose COLLIE_RANK is r is touched (`any`: this
+ *                            process, whose ranks are threads)
  *   ALLOC_FAIL_SITE=0xOFF    the call site: the return address's offset in libcollie
  *   ALLOC_FAIL_NTH=k         fail the k-th call from that site (default 1)
  *   ALLOC_FAIL_AFTER_INIT=1  count only after the program calls alloc_fail_arm() (once
@@ -10,8 +11,8 @@
  *   ALLOC_FAIL_GETADDRINFO=1 getaddrinfo fails with EAI_MEMORY, as glibc's does when its
  *                            own allocations fail
  *
- * malloc, calloc, realloc, strdup, posix_memalign, aligned_alloc and anonymous mmap are
- * covered; a call counts when its caller lies in a library whose name holds "libcollie"
+ * malloc, calloc, realloc, strdup, posix_memalign, aligned_alloc, anonymous mmap and
+ * pthread_create (a thread's stack is memory too: it fails with EAGAIN) are covered; a call counts when its caller lies in a library whose name holds "libcollie"
  * (the test programs link the shared library). Allocations libc makes on the library's
  * behalf (fopen, pthread_create) are not counted. */
 #ifndef _GNU_SOURCE
@@ -21,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,6 +40,7 @@ static char *(*real_strdup)(const char *);
 static int (*real_posix_memalign)(void **, size_t, size_t);
 static void *(*real_aligned_alloc)(size_t, size_t);
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 static atomic_int state; /* 0 not set up, 1 setting up (dlsym may allocate), 2 ready */
 static bool victim;
@@ -69,8 +72,10 @@ static void set_up(void) {
   real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
   real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
   real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+  real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+      RTLD_NEXT, "pthread_create");
   const char *r = getenv("ALLOC_FAIL_RANK"), *me = getenv("COLLIE_RANK");
-  victim = r && me && strcmp(r, me) == 0;
+  victim = r && (strcmp(r, "any") == 0 || (me && strcmp(r, me) == 0));
   const char *s = getenv("ALLOC_FAIL_SITE"), *k = getenv("ALLOC_FAIL_NTH"), *t = getenv("ALLOC_FAIL_TRACE");
   if (s) site = (uintptr_t)strtoull(s, NULL, 0);
   if (k) nth = atol(k);
@@ -174,6 +179,12 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     return MAP_FAILED;
   }
   return real_mmap(addr, len, prot, flags, fd, off);
+}
+
+int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  set_up();
+  if (fail_now(__builtin_return_address(0))) return EAGAIN;
+  return real_pthread_create(t, attr, fn, arg);
 }
 
 int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res) {

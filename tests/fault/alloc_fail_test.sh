@@ -7,13 +7,15 @@
 # memory, no timeout blamed on anyone, and nothing left in /dev/shm (a private one).
 #   alloc_fail_test.sh COLLIE_RUN ALLOC_FAIL_RANK ALLOC_FAIL_SHIM [SCENARIO...]
 # SCENARIO is TRANSPORT:VICTIM[:after-init] (shm or tcp; the rank that runs out; with
-# after-init only the allocations once the communicator exists count).
+# after-init only the allocations once the communicator exists count), or `threads`: the 3
+# ranks are threads of one process (collie_comm_init_all), any of them may run out, and its
+# sentence must say so. A thread that cannot start (pthread_create) counts as an allocation.
 set -u
 run=$1
 prog=$2
 shim=$3
 shift 3
-scenarios=${*:-shm:1 tcp:1 shm:0 shm:0:after-init tcp:0:after-init}
+scenarios=${*:-shm:1 tcp:1 shm:0 shm:0:after-init tcp:0:after-init threads}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v unshare >/dev/null || fail "unshare (util-linux) is missing"
 
@@ -28,12 +30,12 @@ trap 'rm -rf "$dir"' EXIT
 export COLLIE_CONNECT_TIMEOUT=30 COLLIE_EXEC_TIMEOUT=30 COLLIE_SOCKET_IFNAME=lo
 limit=10 # seconds a run may take: a third of the timeouts
 
-# one_run OUT [VAR=VALUE...]: 3 ranks under the shim; sets rc and took.
+# one_run OUT [VAR=VALUE...]: 3 ranks under the shim (as $launch says); sets rc and took.
 one_run() {
   local out=$1
   shift
   local start=$(date +%s%N)
-  env "$@" LD_PRELOAD="$shim" timeout -s KILL 60 "$run" --timeout 45 -n 3 "$prog" >"$out" 2>&1
+  env "$@" LD_PRELOAD="$shim" timeout -s KILL 60 "${launch[@]}" >"$out" 2>&1
   rc=$?
   took=$((($(date +%s%N) - start) / 1000000))
 }
@@ -41,6 +43,8 @@ one_run() {
 total=0
 for sc in $scenarios; do
   IFS=: read -r tr victim phase <<<"$sc"
+  launch=("$run" --timeout 45 -n 3 "$prog")
+  [ "$sc" = threads ] && { victim=any; launch=("$prog" threads); }
   vars=(ALLOC_FAIL_RANK="$victim")
   [ "$tr" = tcp ] && vars+=(COLLIE_TRANSPORT=tcp)
   [ "$phase" = after-init ] && vars+=(ALLOC_FAIL_AFTER_INIT=1)
@@ -59,22 +63,27 @@ for sc in $scenarios; do
       { show; fail "$what: the run took $took ms (hung, or waited for a timeout)"; }
     grep -q "killed by signal" "$dir/out" && { show; fail "$what: a rank crashed"; }
     [ "$rc" -lt 128 ] || { show; fail "$what: exit status $rc"; }
-    errors=$(grep "^alloc_fail_rank: rank .* failed: " "$dir/out")
+    errors=$(grep "^alloc_fail_rank: [^:]*: .* failed: " "$dir/out")
     if [ -n "$errors" ]; then
       echo "$errors" | grep -q "timeout expired" && { show; fail "$what: a rank waited for a timeout"; }
-      # collie_mem_alloc belongs to no communicator: its sentence has no rank to name.
-      echo "$errors" | grep -v ": mem_alloc failed: " | sed 's/^alloc_fail_rank: rank [^:]*: [^:]*: [^:]*://' |
-        grep -v "rank $victim\b" &&
-        { show; fail "$what: an error does not name rank $victim, the one that ran out of memory"; }
-      own=$(echo "$errors" | grep "^alloc_fail_rank: rank $victim: ")
-      [ -z "$own" ] || echo "$own" | grep -q "out of memory\|Cannot allocate memory" ||
-        { show; fail "$what: rank $victim's error does not say it ran out of memory"; }
+      if [ "$victim" = any ]; then
+        echo "$errors" | grep -q "out of memory\|Cannot allocate memory\|could not start" ||
+          { show; fail "$what: no error says that memory ran out"; }
+      else
+        # collie_mem_alloc belongs to no communicator: its sentence has no rank to name.
+        echo "$errors" | grep -v ": mem_alloc failed: " | sed 's/^alloc_fail_rank: rank [^:]*: [^:]*: [^:]*://' |
+          grep -v "rank $victim\b" &&
+          { show; fail "$what: an error does not name rank $victim, the one that ran out of memory"; }
+        own=$(echo "$errors" | grep "^alloc_fail_rank: rank $victim: ")
+        [ -z "$own" ] || echo "$own" | grep -q "out of memory\|Cannot allocate memory\|could not start" ||
+          { show; fail "$what: rank $victim's error does not say it ran out of memory"; }
+      fi
     fi
     left=$(ls -A /dev/shm)
     [ -z "$left" ] || { show; fail "$what: left in /dev/shm: $left"; }
     if [ -n "${ALLOC_FAIL_VERBOSE:-}" ]; then show; fi
   done
-  echo "== $sc: $n allocation sites, each failed once: every run ended at once and named rank $victim"
+  echo "== $sc: $n allocation sites, each failed once: every run ended at once and named rank $victim (any: threads)"
   total=$((total + n))
 done
 # The root address cannot be resolved for want of memory (glibc's getaddrinfo gives
