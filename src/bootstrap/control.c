@@ -460,7 +460,7 @@ bool collie_ctl_setup_failed(void *arg) {
  * a failure is passed on at once even while some ranks are still connecting (they give up
  * when it arrives: collie_ctl_setup_failed). Fills failure, empty when all are fine. */
 static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char *failure, size_t flen,
-                                int64_t deadline) {
+                                int64_t deadline, bool *own) {
   collie_control_t *c = comm->ctl;
   int n = comm->nranks, heard = 1;
   bool *got = calloc((size_t)n, sizeof(bool));
@@ -470,7 +470,11 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
   bool told = false;
   if (my_error) snprintf(failure, flen, "rank 0 failed while creating the communicator: %.900s", my_error);
   if (!got || !p || !who) {
-    if (!failure[0]) snprintf(failure, flen, "rank 0 ran out of memory while creating the communicator");
+    if (!failure[0]) {
+      snprintf(failure, flen, "rank 0 ran out of memory creating the communicator (its table of %d ranks): %s", n,
+               COLLIE_MEMORY_ADVICE);
+      *own = true;
+    }
     heard = n;
   }
   while (heard < n) {
@@ -507,9 +511,11 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
       int got_frame = recv_frame(c->fds[r], &f, &pl, deadline);
       got[r] = true;
       heard++;
-      if (!failure[0] && got_frame == FRAME_NO_MEMORY)
+      if (!failure[0] && got_frame == FRAME_NO_MEMORY) {
         snprintf(failure, flen, "rank 0 ran out of memory creating the communicator (a message from rank %d): %s",
                  r, COLLIE_MEMORY_ADVICE);
+        *own = true;
+      }
       else if (!failure[0] && got_frame != 0)
         snprintf(failure, flen, "rank %d %s while the communicator was being created", r,
                  got_frame == -2 ? "did not answer in time" : "closed its connection");
@@ -535,8 +541,9 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   frame_t f;
   void *pl = NULL;
   char failure[1100] = "";
+  bool own = false; /* the failure is this rank's own (out of memory), not another's */
   if (comm->rank == 0) {
-    root_gather_barrier(comm, my_error, failure, sizeof(failure), deadline);
+    root_gather_barrier(comm, my_error, failure, sizeof(failure), deadline, &own);
   } else {
     if (my_error) {
       fail_t ft = creation_failure(comm->rank, my_error);
@@ -550,7 +557,8 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
     }
     send_frame(c->root_fd, COLLIE_CTL_BARRIER, comm->rank, NULL, 0, deadline);
     int rc = recv_frame(c->root_fd, &f, &pl, deadline);
-    if (rc == FRAME_NO_MEMORY)
+    own = rc == FRAME_NO_MEMORY;
+    if (own)
       snprintf(failure, sizeof(failure),
                "rank %d ran out of memory creating the communicator (a message from rank 0): %s", comm->rank,
                COLLIE_MEMORY_ADVICE);
@@ -562,7 +570,7 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
     free(pl);
   }
   if (my_error) return COLLIE_ERR_SYSTEM;
-  if (failure[0]) return collie_error(comm, COLLIE_ERR_REMOTE, "%s", failure);
+  if (failure[0]) return collie_error(comm, own ? COLLIE_ERR_SYSTEM : COLLIE_ERR_REMOTE, "%s", failure);
   return COLLIE_SUCCESS;
 }
 

@@ -54,3 +54,5 @@ const char *collie_thread_advice(int rc) {
   return rc == EAGAIN ? "raise the limit of processes and threads (ulimit -u), or " COLLIE_MEMORY_ADVICE
                       : "check the system's limits";
 }
+
+const char *collie_memory_hint(int e) { return e == ENOMEM ? "; " COLLIE_MEMORY_ADVICE : ""; }

@@ -14,6 +14,10 @@ collie_result_t collie_error(struct collie_comm *comm, collie_result_t res, cons
     __attribute__((format(printf, 3, 4)));
 void collie_set_thread_error(const char *msg);
 
+/* "; " and what to do when an OS call failed with errno `e` for want of memory, else "":
+ * to append to a sentence that ends with strerror(e). */
+const char *collie_memory_hint(int e);
+
 /* What to do when pthread_create failed with `rc`, for the sentences that say so. */
 const char *collie_thread_advice(int rc);
 

@@ -67,7 +67,7 @@ collie_result_t collie_mem_alloc(void **ptr, size_t size) {
     close(a->fd);
     free(a);
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_mem_alloc: cannot map %zu bytes: %s%s", bytes, strerror(e),
-                        e == ENOMEM ? "; " COLLIE_MEMORY_ADVICE : "");
+                        collie_memory_hint(e));
   }
   a->bytes = bytes;
   if (getrandom(&a->id, sizeof(a->id), 0) != (ssize_t)sizeof(a->id)) a->id = (uint64_t)(uintptr_t)a->base ^ (uint64_t)getpid();

@@ -231,11 +231,12 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
     return reserved;
   }
   void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
   close(fd);
   if (p == MAP_FAILED) {
     shm_unlink(st->name);
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map shared memory segment %s: %s",
-                        comm->rank, st->name, strerror(errno));
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map shared memory segment %s: %s%s",
+                        comm->rank, st->name, strerror(e), collie_memory_hint(e));
   }
   st->mine = p;
   st->mine->nslots = st->nslots;
@@ -281,10 +282,11 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
                           comm->rank, collie_peer_desc(comm, r, pd, sizeof(pd)));
     }
     void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
     close(fd);
     if (p == MAP_FAILED)
-      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map the segment of %s: %s", comm->rank,
-                          collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(errno));
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map the segment of %s: %s%s", comm->rank,
+                          collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(e), collie_memory_hint(e));
     st->segs[li] = p;
     shm_peer_t *sp = calloc(1, sizeof(*sp));
     if (!sp) return collie_init_no_memory(comm, comm->rank, "the state of a shared-memory peer");

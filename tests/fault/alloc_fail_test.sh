@@ -4,7 +4,8 @@
 # every such place the run reaches (found by a first run that only records them). Each
 # run must end at once (well within the 30 s timeouts), without a crash, with every error
 # sentence naming the rank that ran out, the rank's own sentence saying it ran out of
-# memory, no timeout blamed on anyone, and nothing left in /dev/shm (a private one).
+# memory and what to do, no timeout blamed on anyone, and nothing left in /dev/shm (a
+# private one).
 #   alloc_fail_test.sh COLLIE_RUN ALLOC_FAIL_RANK ALLOC_FAIL_SHIM [SCENARIO...]
 # SCENARIO is TRANSPORT:VICTIM[:after-init] (shm or tcp; the rank that runs out; with
 # after-init only the allocations once the communicator exists count), or `threads`: the 3
@@ -66,6 +67,8 @@ for sc in $scenarios; do
     errors=$(grep "^alloc_fail_rank: [^:]*: .* failed: " "$dir/out")
     if [ -n "$errors" ]; then
       echo "$errors" | grep -q "timeout expired" && { show; fail "$what: a rank waited for a timeout"; }
+      echo "$errors" | grep "out of memory\|Cannot allocate memory" | grep -v "free memory" &&
+        { show; fail "$what: a sentence says memory ran out but not what to do"; }
       if [ "$victim" = any ]; then
         echo "$errors" | grep -q "out of memory\|Cannot allocate memory\|could not start" ||
           { show; fail "$what: no error says that memory ran out"; }
