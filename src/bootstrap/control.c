@@ -88,6 +88,9 @@ static fail_t creation_failure(int rank, const char *msg) {
   return ft;
 }
 
+/* Rank 0's fds[r] for a rank that told it it failed before joining (-1: not joined yet). */
+#define FD_GAVE_UP -2
+
 static int64_t deadline_after_ms(int ms) { return collie_now_ns() + (int64_t)ms * 1000000; }
 
 static collie_result_t alloc_control(collie_comm_t *comm) {
@@ -189,6 +192,9 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
         memcmp(((join_fail_t *)pl)->secret, id->secret, 16) == 0 && ((join_fail_t *)pl)->nranks == comm->nranks) {
       join_fail_t *jf = pl;
       jf->fail.text[sizeof(jf->fail.text) - 1] = 0;
+      /* Not missing: it will not come (answer_latecomers waits for the missing). */
+      if (jf->fail.origin > 0 && jf->fail.origin < comm->nranks && c->fds[jf->fail.origin] == -1)
+        c->fds[jf->fail.origin] = FD_GAVE_UP;
       collie_socket_close(fd);
       collie_result_t res = fail_joined(comm, COLLIE_ERR_REMOTE, "%s", jf->fail.text);
       free(pl);
@@ -267,7 +273,7 @@ static void answer_latecomers(collie_comm_t *comm, const collie_id_info_t *id, i
   fail_t ft = {code, 0, ""};
   snprintf(ft.text, sizeof(ft.text), "%s", comm->last_error);
   int missing = 0;
-  for (int r = 1; r < comm->nranks; r++) missing += comm->ctl->fds[r] < 0;
+  for (int r = 1; r < comm->nranks; r++) missing += comm->ctl->fds[r] == -1;
   answer_joiners(listen_fd, id->secret, missing, &ft);
 }
 

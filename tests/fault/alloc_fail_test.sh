@@ -29,6 +29,12 @@ mount -t tmpfs -o size=512m tmpfs /dev/shm || fail "cannot mount a private /dev/
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export COLLIE_CONNECT_TIMEOUT=30 COLLIE_EXEC_TIMEOUT=30 COLLIE_SOCKET_IFNAME=lo
+# ALLOC_FAIL_TUNED=1: with a tuning file and COLLIE_ALGO=ring (its reading, and schedules
+# where the shared-memory collectives would serve).
+if [ -n "${ALLOC_FAIL_TUNED:-}" ]; then
+  printf '# collie tuning file\nshm.alpha_us 1.5\nshm.beta_us_per_byte 0.0001\ntcp.alpha_us 20\n' >"$dir/tune"
+  export COLLIE_TUNING_FILE=$dir/tune COLLIE_ALGO=ring
+fi
 limit=10 # seconds a run may take: a third of the timeouts
 
 # one_run OUT [VAR=VALUE...]: 3 ranks under the shim (as $launch says); sets rc and took.

@@ -83,4 +83,7 @@ add_executable(alloc_fail_rank ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_rank.c)
 target_link_libraries(alloc_fail_rank PRIVATE collie)
 add_test(NAME fault_alloc_fail COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
                                        $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>)
+add_test(NAME fault_alloc_fail_tuned COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                                             $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim> shm:1 shm:0:after-init)
 set_tests_properties(fault_alloc_fail PROPERTIES TIMEOUT 300 LABELS "fault;noasan")
+set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault;noasan" ENVIRONMENT "ALLOC_FAIL_TUNED=1")
