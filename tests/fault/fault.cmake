@@ -76,7 +76,8 @@ set_tests_properties(fault_settings_mismatch PROPERTIES TIMEOUT 240 LABELS fault
 # sentences naming that rank, no timeout, no crash, nothing left in /dev/shm. Before, a
 # failure while posting an operation, or before a rank joined, left the others waiting
 # until COLLIE_EXEC_TIMEOUT or COLLIE_CONNECT_TIMEOUT. Not under ASan, which must be the
-# first library loaded.
+# first library loaded. The _tuned variant: with a tuning file, COLLIE_ALGO=ring and a
+# progress thread.
 add_library(alloc_fail_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_shim.c)
 target_link_libraries(alloc_fail_shim PRIVATE ${CMAKE_DL_LIBS})
 add_executable(alloc_fail_rank ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_rank.c)
@@ -86,4 +87,5 @@ add_test(NAME fault_alloc_fail COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail
 add_test(NAME fault_alloc_fail_tuned COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
                                              $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim> shm:1 shm:0:after-init)
 set_tests_properties(fault_alloc_fail PROPERTIES TIMEOUT 300 LABELS "fault;noasan")
-set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault;noasan" ENVIRONMENT "ALLOC_FAIL_TUNED=1")
+set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault;noasan"
+                     ENVIRONMENT "ALLOC_FAIL_TUNED=1;COLLIE_PROGRESS_THREAD=1")
