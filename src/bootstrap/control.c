@@ -40,9 +40,17 @@ typedef struct {
 } fail_t;
 
 typedef struct {
-  uint8_t secret[16]; /* only a rank of this communicator may fail it */
+  uint8_t secret[16];
+  int32_t nranks;
   fail_t fail;
 } join_fail_t;
+
+/* A goodbye (destroy), and its relay by rank 0: how many collectives the rank issued. */
+typedef struct {
+  int32_t rank;
+  uint32_t pad;
+  uint64_t issued;
+} left_t;
 
 static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint32_t len, int64_t deadline) {
   frame_t f = {CTL_MAGIC, type, rank, len};
@@ -52,7 +60,9 @@ static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint
 }
 
 /* Receives one frame; payload is malloc'ed (caller frees). 0 ok, -1 closed/error, -2 timeout,
- * -3 not a collie frame. */
+ * -3 not a collie frame, FRAME_NO_MEMORY when the payload could not be allocated (the
+ * connection is then out of step: the caller must say so, not that the peer closed it). */
+#define FRAME_NO_MEMORY -4
 static int recv_frame(int fd, frame_t *f, void **payload, int64_t deadline) {
   *payload = NULL;
   int r = collie_recv_all(fd, f, sizeof(*f), deadline);
@@ -60,7 +70,7 @@ static int recv_frame(int fd, frame_t *f, void **payload, int64_t deadline) {
   if (f->magic != CTL_MAGIC || f->len > CTL_MAX_PAYLOAD) return -3;
   if (f->len) {
     *payload = malloc(f->len + 1);
-    if (!*payload) return -1;
+    if (!*payload) return FRAME_NO_MEMORY;
     r = collie_recv_all(fd, *payload, f->len, deadline);
     if (r) {
       free(*payload);
@@ -72,11 +82,21 @@ static int recv_frame(int fd, frame_t *f, void **payload, int64_t deadline) {
   return 0;
 }
 
+/* The notice of a rank that failed while the communicator was created, with its sentence. */
+static fail_t creation_failure(int rank, const char *msg) {
+  fail_t ft = {COLLIE_ERR_REMOTE, rank, ""};
+  snprintf(ft.text, sizeof(ft.text), "rank %d failed while creating the communicator: %.900s", rank, msg);
+  return ft;
+}
+
+/* Rank 0's fds[r] for a rank that told it it failed before joining (-1: not joined yet). */
+#define FD_GAVE_UP -2
+
 static int64_t deadline_after_ms(int ms) { return collie_now_ns() + (int64_t)ms * 1000000; }
 
 static collie_result_t alloc_control(collie_comm_t *comm) {
   collie_control_t *c = calloc(1, sizeof(*c));
-  if (!c) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  if (!c) return collie_init_no_memory(comm, comm->rank, "its control channel");
   c->root_fd = -1;
   c->wake_fd = -1;
   pthread_mutex_init(&c->send_lock, NULL);
@@ -86,7 +106,7 @@ static collie_result_t alloc_control(collie_comm_t *comm) {
   if (comm->rank == 0) {
     c->fds = malloc(sizeof(int) * (size_t)comm->nranks);
     c->said_bye = calloc((size_t)comm->nranks, sizeof(bool));
-    if (!c->fds || !c->said_bye) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
+    if (!c->fds || !c->said_bye) return collie_init_no_memory(comm, 0, "its table of connections");
     for (int i = 0; i < comm->nranks; i++) c->fds[i] = -1;
   }
   return COLLIE_SUCCESS;
@@ -105,33 +125,15 @@ static void reject_all(collie_comm_t *comm, const char *msg) {
 
 /* Rank 0 gave up gathering: the ranks that joined wait for the card table, so they are
  * told why instead of seeing the connection drop. */
-/* Ranks whose connections wait in the listen backlog have greeted, or are about to, and
- * wait for the card table too: each gets the failure once its greeting is read (closed
- * with the greeting unread, the connection would be reset, and the notice lost with it).
- * The listener is nonblocking by now (collie_accept). */
-static void tell_backlog(int listen_fd, const fail_t *ft) {
-  struct sockaddr_storage from;
-  int shortage, fd;
-  while (listen_fd >= 0 && (fd = collie_accept(listen_fd, &from, &shortage)) >= 0) {
-    frame_t f;
-    void *pl = NULL;
-    if (recv_frame(fd, &f, &pl, deadline_after_ms(500)) == 0 && f.type == COLLIE_CTL_HELLO)
-      send_frame(fd, COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(500));
-    free(pl);
-    collie_socket_close(fd);
-  }
-}
-
-static collie_result_t fail_joined(collie_comm_t *comm, int listen_fd, collie_result_t code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static collie_result_t fail_joined(collie_comm_t *comm, int listen_fd, collie_result_t code, const char *fmt, ...) {
+static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static collie_result_t fail_joined(collie_comm_t *comm, collie_result_t code, const char *fmt, ...) {
   fail_t ft = {code, 0, ""};
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(ft.text, sizeof(ft.text), fmt, ap);
   va_end(ap);
   send_to_all(comm, COLLIE_CTL_FAIL, &ft, sizeof(ft), -1, deadline_after_ms(1000));
-  tell_backlog(listen_fd, &ft);
   return collie_error(comm, code, "%s", ft.text);
 }
 
@@ -149,7 +151,6 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
   collie_control_t *c = comm->ctl;
   int joined = 1;
   char a[80];
-  collie_result_t res;
   while (joined < comm->nranks) {
     int64_t left = (deadline - collie_now_ns()) / 1000000;
     if (left <= 0 || collie_socket_abandoned()) {
@@ -157,7 +158,7 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
       size_t o = 0;
       for (int r = 1; r < comm->nranks && o < sizeof(missing) - 16; r++)
         if (c->fds[r] < 0) o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? ", " : "", r);
-      return fail_joined(comm, listen_fd, COLLIE_ERR_TIMEOUT,
+      return fail_joined(comm, COLLIE_ERR_TIMEOUT,
                           "rank 0 timed out after %d ms waiting for %d of %d ranks to join (missing: %s); "
                           "check that they started, use the same unique id, and can reach this host "
                           "(COLLIE_CONNECT_TIMEOUT raises the limit)",
@@ -170,7 +171,7 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
     int fd = collie_accept(listen_fd, &from, &shortage);
     if (shortage) {
       char advice[400];
-      return fail_joined(comm, -1, COLLIE_ERR_SYSTEM, /* no descriptor left to accept with */
+      return fail_joined(comm, COLLIE_ERR_SYSTEM,
                          "rank 0 could not accept the connection of a rank joining the communicator (%d of %d "
                          "joined): %s; %s",
                          joined, comm->nranks, strerror(shortage), collie_fd_advice(shortage, advice, sizeof(advice)));
@@ -184,12 +185,20 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
     int r = recv_frame(fd, &f, &pl, hd < deadline ? hd : deadline);
     hello_t *h = pl;
     const char *why = NULL;
-    if (r == 0 && f.type == COLLIE_CTL_JOIN_FAIL && f.len == sizeof(join_fail_t) &&
-        memcmp(((join_fail_t *)pl)->secret, id->secret, 16) == 0) {
-      fail_t *ft = &((join_fail_t *)pl)->fail;
-      ft->text[sizeof(ft->text) - 1] = 0;
+    if (r == FRAME_NO_MEMORY) {
       collie_socket_close(fd);
-      res = fail_joined(comm, listen_fd, ft->code ? (collie_result_t)ft->code : COLLIE_ERR_REMOTE, "%s", ft->text);
+      collie_init_no_memory(comm, 0, "the greeting of a joining rank");
+      return fail_joined(comm, COLLIE_ERR_SYSTEM, "%s", comm->last_error);
+    }
+    if (r == 0 && f.type == COLLIE_CTL_JOIN_FAIL && f.len == sizeof(join_fail_t) &&
+        memcmp(((join_fail_t *)pl)->secret, id->secret, 16) == 0 && ((join_fail_t *)pl)->nranks == comm->nranks) {
+      join_fail_t *jf = pl;
+      jf->fail.text[sizeof(jf->fail.text) - 1] = 0;
+      /* Not missing: it will not come (answer_latecomers waits for the missing). */
+      if (jf->fail.origin > 0 && jf->fail.origin < comm->nranks && c->fds[jf->fail.origin] == -1)
+        c->fds[jf->fail.origin] = FD_GAVE_UP;
+      collie_socket_close(fd);
+      collie_result_t res = fail_joined(comm, COLLIE_ERR_REMOTE, "%s", jf->fail.text);
       free(pl);
       return res;
     }
@@ -233,15 +242,58 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
   return COLLIE_SUCCESS;
 }
 
+/* Rank 0 gave up while ranks were still joining (one failed, or rank 0 did): those whose
+ * connection waits in the listen backlog, or comes within a second, get rank 0's sentence
+ * too, as the ranks that had joined did, instead of a dropped connection ("rank 0 died,
+ * dropped us") or, for those not yet connected, a wait until COLLIE_CONNECT_TIMEOUT.
+ * answer_joiners answers up to `missing` greetings that present `secret` with *ft. */
+static void answer_joiners(int listen_fd, const uint8_t *secret, int missing, const fail_t *ft) {
+  int64_t until = deadline_after_ms(1000);
+  while (missing > 0) {
+    int64_t left = (until - collie_now_ns()) / 1000000;
+    if (left <= 0) break;
+    struct pollfd p = {listen_fd, POLLIN, 0};
+    if (poll(&p, 1, (int)left) <= 0) continue;
+    struct sockaddr_storage from;
+    int shortage;
+    int fd = collie_accept(listen_fd, &from, &shortage);
+    if (shortage) break;
+    if (fd < 0) continue;
+    frame_t f;
+    void *pl = NULL;
+    if (recv_frame(fd, &f, &pl, deadline_after_ms(200)) == 0 && f.type == COLLIE_CTL_HELLO && f.len == sizeof(hello_t) &&
+        memcmp(((hello_t *)pl)->secret, secret, 16) == 0) {
+      send_frame(fd, COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(200));
+      missing--;
+    }
+    free(pl);
+    collie_socket_close(fd);
+  }
+}
+
+static void answer_latecomers(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd, collie_result_t code) {
+  fail_t ft = {code, 0, ""};
+  snprintf(ft.text, sizeof(ft.text), "%s", comm->last_error);
+  int missing = 0;
+  for (int r = 1; r < comm->nranks; r++) missing += comm->ctl->fds[r] == -1;
+  answer_joiners(listen_fd, id->secret, missing, &ft);
+}
+
 static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
                                    const collie_settings_t *my_settings, int64_t deadline) {
   collie_control_t *c = comm->ctl;
   collie_settings_t *settings = malloc(sizeof(*settings) * (size_t)comm->nranks);
-  if (!settings) return fail_joined(comm, -1, COLLIE_ERR_SYSTEM, "rank 0: out of memory");
-  settings[0] = *my_settings;
-  collie_result_t res = root_accept_all(comm, id, listen_fd, settings, deadline);
-  if (!res) res = check_settings(comm, settings);
-  free(settings);
+  collie_result_t res;
+  if (!settings) {
+    collie_init_no_memory(comm, 0, "its table of the ranks' settings");
+    res = fail_joined(comm, COLLIE_ERR_SYSTEM, "%s", comm->last_error);
+  } else {
+    settings[0] = *my_settings;
+    res = root_accept_all(comm, id, listen_fd, settings, deadline);
+    if (!res) res = check_settings(comm, settings);
+    free(settings);
+  }
+  if (res && res != COLLIE_ERR_TIMEOUT) answer_latecomers(comm, id, listen_fd, res);
   if (res) return res;
   size_t bytes = sizeof(collie_card_t) * (size_t)comm->nranks;
   for (int r = 1; r < comm->nranks; r++)
@@ -251,20 +303,42 @@ static collie_result_t root_gather(collie_comm_t *comm, const collie_id_info_t *
   return COLLIE_SUCCESS;
 }
 
+void collie_ctl_tell_join_failure(const collie_id_info_t *id, int rank, int nranks, int listen_fd, int fd,
+                                  int64_t deadline_ns, const char *msg) {
+  if (nranks == 1) return;
+  if (rank == 0) {
+    fail_t ft = creation_failure(0, msg);
+    if (listen_fd >= 0) answer_joiners(listen_fd, id->secret, nranks - 1, &ft);
+    return;
+  }
+  join_fail_t jf;
+  memset(&jf, 0, sizeof(jf));
+  memcpy(jf.secret, id->secret, 16);
+  jf.nranks = nranks;
+  jf.fail = creation_failure(rank, msg);
+  const bool own = fd < 0;
+  int err;
+  if (own) fd = collie_connect_retry(&id->root, deadline_ns, &err);
+  if (fd < 0) return; /* rank 0 is not there: nobody waits for this rank yet */
+  send_frame(fd, COLLIE_CTL_JOIN_FAIL, rank, &jf, sizeof(jf), deadline_ns);
+  if (own) collie_socket_close(fd);
+}
+
 collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id, int listen_fd,
                                  collie_card_t *my_card, const collie_settings_t *my_settings,
                                  collie_make_listener_fn make_listener) {
-  collie_result_t res = alloc_control(comm);
-  if (res) return res;
   int64_t deadline = deadline_after_ms(comm->connect_timeout_ms);
+  collie_result_t res = alloc_control(comm);
+  if (res) {
+    collie_ctl_tell_join_failure(id, comm->rank, comm->nranks, listen_fd, -1, deadline, comm->last_error);
+    return res;
+  }
   char a[80];
   if (comm->rank == 0) {
     struct sockaddr_storage ip = id->root;
     res = make_listener(comm, &ip);
-    if (res) { /* the ranks already waiting hear why, instead of a dropped connection */
-      fail_t ft = {res, 0, ""};
-      snprintf(ft.text, sizeof(ft.text), "rank 0 failed while creating the communicator: %.900s", comm->last_error);
-      tell_backlog(listen_fd, &ft);
+    if (res) {
+      collie_ctl_tell_join_failure(id, 0, comm->nranks, listen_fd, -1, deadline, comm->last_error);
       return res;
     }
     comm->cards[0] = *my_card;
@@ -295,12 +369,8 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   socklen_t llen = sizeof(local);
   getsockname(fd, (struct sockaddr *)&local, &llen);
   res = make_listener(comm, &local);
-  if (res) { /* tell rank 0, which tells those who joined: else they wait out the timeout */
-    join_fail_t jf = {{0}, {res, comm->rank, ""}};
-    memcpy(jf.secret, id->secret, 16);
-    snprintf(jf.fail.text, sizeof(jf.fail.text), "rank %d failed while joining the communicator: %.900s", comm->rank,
-             comm->last_error);
-    send_frame(fd, COLLIE_CTL_JOIN_FAIL, comm->rank, &jf, sizeof(jf), deadline);
+  if (res) {
+    collie_ctl_tell_join_failure(id, comm->rank, comm->nranks, -1, fd, deadline, comm->last_error);
     return res;
   }
   my_card->data_addr = comm->tcp->addr;
@@ -318,6 +388,11 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   void *pl = NULL;
   /* Rank 0's own timeout names the missing ranks: wait to hear it. */
   int r = recv_frame(fd, &f, &pl, deadline + (int64_t)COLLIE_SETUP_GRACE_MS * 1000000);
+  if (r == FRAME_NO_MEMORY) {
+    res = collie_init_no_memory(comm, comm->rank, "a message from rank 0");
+    collie_ctl_tell_creation_failure(comm, comm->last_error); /* rank 0 reads it at the first barrier */
+    return res;
+  }
   if (r == -2)
     return collie_error(comm, COLLIE_ERR_TIMEOUT,
                         "rank %d timed out after %d ms waiting for the other ranks to join (rank 0 at %s "
@@ -396,7 +471,7 @@ bool collie_ctl_setup_failed(void *arg) {
  * a failure is passed on at once even while some ranks are still connecting (they give up
  * when it arrives: collie_ctl_setup_failed). Fills failure, empty when all are fine. */
 static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char *failure, size_t flen,
-                                int64_t deadline) {
+                                int64_t deadline, bool *own) {
   collie_control_t *c = comm->ctl;
   int n = comm->nranks, heard = 1;
   bool *got = calloc((size_t)n, sizeof(bool));
@@ -406,7 +481,11 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
   bool told = false;
   if (my_error) snprintf(failure, flen, "rank 0 failed while creating the communicator: %.900s", my_error);
   if (!got || !p || !who) {
-    if (!failure[0]) snprintf(failure, flen, "rank 0 ran out of memory while creating the communicator");
+    if (!failure[0]) {
+      snprintf(failure, flen, "rank 0 ran out of memory creating the communicator (its table of %d ranks): %s", n,
+               COLLIE_MEMORY_ADVICE);
+      *own = true;
+    }
     heard = n;
   }
   while (heard < n) {
@@ -443,7 +522,12 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
       int got_frame = recv_frame(c->fds[r], &f, &pl, deadline);
       got[r] = true;
       heard++;
-      if (!failure[0] && got_frame != 0)
+      if (!failure[0] && got_frame == FRAME_NO_MEMORY) {
+        snprintf(failure, flen, "rank 0 ran out of memory creating the communicator (a message from rank %d): %s",
+                 r, COLLIE_MEMORY_ADVICE);
+        *own = true;
+      }
+      else if (!failure[0] && got_frame != 0)
         snprintf(failure, flen, "rank %d %s while the communicator was being created", r,
                  got_frame == -2 ? "did not answer in time" : "closed its connection");
       else if (!failure[0] && f.type == COLLIE_CTL_FAIL)
@@ -470,19 +554,28 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   frame_t f;
   void *pl = NULL;
   char failure[1100] = "";
+  bool own = false; /* the failure is this rank's own (out of memory), not another's */
   if (comm->rank == 0) {
-    root_gather_barrier(comm, my_error, failure, sizeof(failure), deadline);
+    root_gather_barrier(comm, my_error, failure, sizeof(failure), deadline, &own);
   } else {
     if (my_error) {
-      fail_t ft = {COLLIE_ERR_REMOTE, comm->rank, ""};
-      snprintf(ft.text, sizeof(ft.text), "rank %d failed while creating the communicator: %.900s", comm->rank,
-               my_error);
+      fail_t ft = creation_failure(comm->rank, my_error);
       send_frame(c->root_fd, COLLIE_CTL_FAIL, comm->rank, &ft, sizeof(ft), deadline);
+      /* Until rank 0 has passed it on (its answer): this rank's failure path then removes
+       * the peers' shared-memory segments, and a rank still opening them would otherwise
+       * find them gone before it learns why, and report that instead. */
+      int64_t told = deadline_after_ms(2000);
+      if (recv_frame(c->root_fd, &f, &pl, told < deadline ? told : deadline) == 0) free(pl);
       return COLLIE_ERR_SYSTEM;
     }
     send_frame(c->root_fd, COLLIE_CTL_BARRIER, comm->rank, NULL, 0, deadline);
     int rc = recv_frame(c->root_fd, &f, &pl, deadline);
-    if (rc != 0)
+    own = rc == FRAME_NO_MEMORY;
+    if (own)
+      snprintf(failure, sizeof(failure),
+               "rank %d ran out of memory creating the communicator (a message from rank 0): %s", comm->rank,
+               COLLIE_MEMORY_ADVICE);
+    else if (rc != 0)
       snprintf(failure, sizeof(failure), "rank 0 %s while the communicator was being created",
                rc == -2 ? "did not answer in time" : "closed its connection");
     else if (f.type == COLLIE_CTL_FAIL)
@@ -490,8 +583,13 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
     free(pl);
   }
   if (my_error) return COLLIE_ERR_SYSTEM;
-  if (failure[0]) return collie_error(comm, COLLIE_ERR_REMOTE, "%s", failure);
+  if (failure[0]) return collie_error(comm, own ? COLLIE_ERR_SYSTEM : COLLIE_ERR_REMOTE, "%s", failure);
   return COLLIE_SUCCESS;
+}
+
+void collie_ctl_tell_creation_failure(collie_comm_t *comm, const char *msg) {
+  fail_t ft = creation_failure(comm->rank, msg);
+  collie_ctl_send_fail(comm, COLLIE_ERR_REMOTE, ft.text);
 }
 
 void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) {
@@ -534,6 +632,16 @@ static void root_note_bye(collie_comm_t *comm, int from) {
   signal_bye(c);
 }
 
+/* Rank 0: rank `from` is leaving after `issued` collectives. The others learn it too, so
+ * that a rank already waiting in a later collective for it fails now. */
+static void note_left(collie_comm_t *comm, int from, uint64_t issued) {
+  left_t l = {from, 0, issued};
+  pthread_mutex_lock(&comm->ctl->send_lock);
+  send_to_all(comm, COLLIE_CTL_LEFT, &l, sizeof(l), from, deadline_after_ms(1000));
+  pthread_mutex_unlock(&comm->ctl->send_lock);
+  collie_comm_peer_left(comm, from, issued);
+}
+
 /* A frame from rank `from` (rank 0's view) or from rank 0 (the others' view). Returns false
  * when the connection is finished. */
 static bool handle_frame(collie_comm_t *comm, int fd, int from) {
@@ -544,6 +652,14 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
   int rc = recv_frame(fd, &f, &pl, deadline_after_ms(5000));
   const int err = errno;
   const bool lost_host = rc == -1 && (err == ETIMEDOUT || err == EHOSTUNREACH);
+  if (rc == FRAME_NO_MEMORY) { /* the connection is out of step: this rank can watch no more */
+    collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
+                     "rank %d ran out of memory reading a control message from %s, and can no longer watch its "
+                     "peers: %s; create a new communicator",
+                     comm->rank, collie_peer_desc(comm, from, pd, sizeof(pd)), COLLIE_MEMORY_ADVICE);
+    free(pl);
+    return false;
+  }
   if (rc != 0) {
     pthread_mutex_lock(&c->m);
     bool departed = comm->rank == 0 ? c->said_bye[from] : c->bye_done;
@@ -587,7 +703,11 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
       collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
     }
   } else if (f.type == COLLIE_CTL_BYE && comm->rank == 0) {
+    if (f.len == sizeof(left_t)) note_left(comm, from, ((left_t *)pl)->issued);
     root_note_bye(comm, from);
+  } else if (f.type == COLLIE_CTL_LEFT && comm->rank != 0 && f.len == sizeof(left_t)) {
+    left_t *l = pl;
+    if (l->rank >= 0 && l->rank < comm->nranks) collie_comm_peer_left(comm, l->rank, l->issued);
   } else if (f.type == COLLIE_CTL_BYE_ACK && comm->rank != 0) {
     signal_bye(c);
   }
@@ -599,13 +719,8 @@ static void *watchdog_main(void *arg) {
   collie_comm_t *comm = arg;
   collie_control_t *c = comm->ctl;
   int n = comm->nranks;
-  struct pollfd *p = calloc((size_t)n + 1, sizeof(struct pollfd));
-  int *who = calloc((size_t)n + 1, sizeof(int));
-  if (!p || !who) {
-    free(p);
-    free(who);
-    return NULL;
-  }
+  struct pollfd *p = c->wd_poll;
+  int *who = c->wd_who;
   for (;;) {
     int k = 0;
     p[k].fd = c->wake_fd;
@@ -647,18 +762,24 @@ static void *watchdog_main(void *arg) {
       }
     }
   }
-  free(p);
-  free(who);
   return NULL;
 }
 
 collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
   collie_control_t *c = comm->ctl;
   if (comm->nranks == 1) return COLLIE_SUCCESS;
+  /* Allocated here, not in the thread: a thread that found no memory ended silently, and
+   * the communicator went on with nobody watching (a dead peer went unseen, and destroy
+   * waited for goodbyes nobody relayed until COLLIE_EXEC_TIMEOUT). */
+  c->wd_poll = calloc((size_t)comm->nranks + 1, sizeof(struct pollfd));
+  c->wd_who = calloc((size_t)comm->nranks + 1, sizeof(int));
+  if (!c->wd_poll || !c->wd_who) return collie_init_no_memory(comm, comm->rank, "the poll set of its watchdog");
   c->wake_fd = eventfd(0, EFD_CLOEXEC);
   if (c->wake_fd < 0) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: eventfd failed: %s", comm->rank, strerror(errno));
-  if (collie_thread_start(&c->watchdog, watchdog_main, comm) != 0)
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its watchdog thread", comm->rank);
+  int rc = collie_thread_start(&c->watchdog, watchdog_main, comm);
+  if (rc != 0)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its watchdog thread: %s; %s", comm->rank,
+                        strerror(rc), collie_thread_advice(rc));
   c->watchdog_running = true;
   return COLLIE_SUCCESS;
 }
@@ -666,11 +787,16 @@ collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
 collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
   collie_control_t *c = comm->ctl;
   if (!c || comm->nranks == 1 || !c->watchdog_running) return COLLIE_SUCCESS;
+  collie_lock(&comm->lock);
+  const uint64_t issued = comm->coll_seq;
+  collie_unlock(&comm->lock);
   if (comm->rank == 0) {
+    note_left(comm, 0, issued);
     root_note_bye(comm, 0);
   } else if (c->root_fd >= 0) {
+    left_t l = {comm->rank, 0, issued};
     pthread_mutex_lock(&c->send_lock);
-    send_frame(c->root_fd, COLLIE_CTL_BYE, comm->rank, NULL, 0, deadline_after_ms(1000));
+    send_frame(c->root_fd, COLLIE_CTL_BYE, comm->rank, &l, sizeof(l), deadline_after_ms(1000));
     pthread_mutex_unlock(&c->send_lock);
   }
   pthread_mutex_lock(&c->m);
@@ -707,6 +833,8 @@ void collie_ctl_close(collie_comm_t *comm) {
       if (c->fds[r] >= 0) collie_socket_close(c->fds[r]);
   free(c->fds);
   free(c->said_bye);
+  free(c->wd_poll);
+  free(c->wd_who);
   pthread_mutex_destroy(&c->send_lock);
   pthread_mutex_destroy(&c->m);
   pthread_cond_destroy(&c->cv);

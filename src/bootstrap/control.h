@@ -6,6 +6,7 @@
 #ifndef COLLIE_CONTROL_H
 #define COLLIE_CONTROL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,7 +24,8 @@ enum {
   COLLIE_CTL_FAIL,
   COLLIE_CTL_BYE,
   COLLIE_CTL_BYE_ACK,
-  COLLIE_CTL_JOIN_FAIL /* a rank that failed between reaching rank 0 and greeting it */
+  COLLIE_CTL_JOIN_FAIL, /* instead of a greeting: this rank failed before it could join */
+  COLLIE_CTL_LEFT       /* rank 0 to the others: a rank said goodbye after N collectives */
 };
 
 typedef struct collie_control {
@@ -34,6 +36,8 @@ typedef struct collie_control {
   int wake_fd;          /* eventfd: stops the watchdog */
   pthread_t watchdog;
   bool watchdog_running;
+  struct pollfd *wd_poll; /* the watchdog's poll set and the rank of each entry, allocated */
+  int *wd_who;            /* before it starts: without them it could not watch at all */
   pthread_mutex_t send_lock;
   pthread_mutex_t m;
   pthread_cond_t cv;
@@ -50,6 +54,16 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
                                  collie_card_t *my_card, const collie_settings_t *my_settings,
                                  collie_make_listener_fn make_listener);
 
+/* A rank that failed to create the communicator before it joined (out of memory, a
+ * setting it refused), with its sentence `msg`. A rank other than 0 tells rank 0, on `fd`
+ * when it has connected already, else on a connection of its own, made until
+ * `deadline_ns`: rank 0 then fails the creation at once on every rank that joined, where
+ * it would have waited until COLLIE_CONNECT_TIMEOUT and every rank would have reported
+ * this one missing. Rank 0 answers the ranks that greet it on listen_fd (if >= 0) within
+ * a second with `msg`. The caller closes the sockets. */
+void collie_ctl_tell_join_failure(const collie_id_info_t *id, int rank, int nranks, int listen_fd, int fd,
+                                  int64_t deadline_ns, const char *msg);
+
 /* A barrier over the control star, used only during set-up (before the watchdog runs).
  * A rank that failed during set-up calls it with `my_error` set to tell the others. */
 collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error);
@@ -57,6 +71,11 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error);
  * waiting to be read at the barrier, or a connection closed)? For collie_socket_abandon_if,
  * with the communicator as arg: the waits for other ranks' connections then give up. */
 bool collie_ctl_setup_failed(void *comm);
+
+/* Tells rank 0 (rank 0: everyone) that this rank failed creating the communicator, with
+ * its sentence: a failure after the set-up barriers, which the others would otherwise see
+ * only as its connection closing. */
+void collie_ctl_tell_creation_failure(collie_comm_t *comm, const char *msg);
 
 collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm);
 /* Sends a failure notice (rank 0: to everyone; others: to rank 0, which relays). */

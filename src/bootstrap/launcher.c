@@ -91,9 +91,10 @@ static bool named_loopback(const char *addr, const struct sockaddr_storage *reso
 static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, const char *addr, const char *key) {
   collie_id_info_t info = {0};
   char err[256];
-  if (collie_parse_hostport(addr, &info.root, err, sizeof(err)) != 0)
-    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_env on rank %d: root address: %s", rank,
-                        err);
+  int parsed = collie_parse_hostport(addr, &info.root, err, sizeof(err));
+  if (parsed != 0)
+    return collie_error(NULL, parsed == -2 ? COLLIE_ERR_SYSTEM : COLLIE_ERR_INVALID_ARGUMENT,
+                        "collie_comm_init_env on rank %d: root address: %s", rank, err);
   secret_from(key, addr, info.secret);
   info.version = COLLIE_VERSION_CODE;
   collie_unique_id_t id;

@@ -19,6 +19,7 @@
 #include "bootstrap/fork_guard.h"
 #include "core/comm.h"
 #include "core/comm_internal.h"
+#include "core/error.h"
 #include "core/params.h"
 
 int collie_parse_hostport(const char *s, struct sockaddr_storage *out, char *err, size_t errlen) {
@@ -56,8 +57,11 @@ int collie_parse_hostport(const char *s, struct sockaddr_storage *out, char *err
   hints.ai_socktype = SOCK_STREAM;
   int rc = getaddrinfo(host, NULL, &hints, &res);
   if (rc != 0 || !res) {
-    snprintf(err, errlen, "cannot resolve host '%s': %s", host, gai_strerror(rc));
-    return -1;
+    /* Out of memory, or a resolver that failed for now: not a wrong address. */
+    bool transient = rc == EAI_MEMORY || rc == EAI_AGAIN || rc == EAI_SYSTEM;
+    snprintf(err, errlen, "cannot resolve host '%s': %s%s", host, gai_strerror(rc),
+             rc == EAI_MEMORY ? "; " COLLIE_MEMORY_ADVICE : "");
+    return transient ? -2 : -1;
   }
   memset(out, 0, sizeof(*out));
   memcpy(out, res->ai_addr, res->ai_addrlen);

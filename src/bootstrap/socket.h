@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-/* "host:port", "[v6]:port"; host may be a name. 0 on success. */
+/* "host:port", "[v6]:port"; host may be a name. 0 on success, -1 for a bad address, -2
+ * when resolving failed for want of memory or for now (the address may be right). */
 int collie_parse_hostport(const char *s, struct sockaddr_storage *out, char *err, size_t errlen);
 const char *collie_addr_str(const struct sockaddr_storage *a, char *buf, size_t len);
 socklen_t collie_addr_len(const struct sockaddr_storage *a);

@@ -120,15 +120,16 @@ typedef struct listener {
 static listener_t *listeners;
 static pthread_mutex_t listeners_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void collie_id_listener_register(const uint8_t secret[16], int fd) {
+int collie_id_listener_register(const uint8_t secret[16], int fd) {
   listener_t *l = malloc(sizeof(*l));
-  if (!l) return;
+  if (!l) return -1;
   memcpy(l->secret, secret, 16);
   l->fd = fd;
   pthread_mutex_lock(&listeners_lock);
   l->next = listeners;
   listeners = l;
   pthread_mutex_unlock(&listeners_lock);
+  return 0;
 }
 
 int collie_id_listener_take(const uint8_t secret[16]) {

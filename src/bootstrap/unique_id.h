@@ -19,8 +19,10 @@ void collie_id_encode(const collie_id_info_t *info, collie_unique_id_t *id);
 int collie_id_decode(const collie_unique_id_t *id, collie_id_info_t *info);
 
 /* Listening sockets created by collie_get_unique_id in this process, so that rank 0 can
- * adopt the socket instead of binding again. Returns the fd (ownership passes) or -1. */
-void collie_id_listener_register(const uint8_t secret[16], int fd);
+ * adopt the socket instead of binding again. register: 0, or -1 out of memory (the caller
+ * still owns fd: kept open unregistered, it held the port, and rank 0 could not bind it).
+ * take: the fd (ownership passes) or -1. */
+int collie_id_listener_register(const uint8_t secret[16], int fd);
 int collie_id_listener_take(const uint8_t secret[16]);
 
 /* A fresh id whose root listens on `ip` (port chosen by collie_listen; loopback when ip

@@ -254,7 +254,7 @@ collie_result_t collie_ireduce_scatterv(const void *sendbuf, void *recvbuf, cons
  * scratch buffer (the operation gives it back when it ends). */
 static collie_result_t input_copy(collie_comm_t *comm, const char *fn, const void *src, size_t n, char **out) {
   *out = collie_scratch_take(comm, n + 1);
-  if (!*out) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  if (!*out) return collie_comm_fail_no_memory(comm, fn, "a copy of its %zu-byte in-place input", n);
   collie_copy(*out, src, n, collie_coll_streams(comm, n));
   return COLLIE_SUCCESS;
 }
@@ -292,7 +292,7 @@ static collie_result_t bruck_matrix(collie_comm_t *comm, const size_t *sendcount
   if (k == 0 || !forced || strcmp(cands[0]->name, "bruck") != 0) return COLLIE_SUCCESS;
   size_t n = (size_t)comm->nranks;
   *matrix = malloc(n * n * sizeof(size_t));
-  if (!*matrix) return collie_error(comm, COLLIE_ERR_SYSTEM, "collie_alltoallv on rank %d: out of memory", comm->rank);
+  if (!*matrix) return collie_comm_fail_no_memory(comm, "collie_alltoallv", "the %zu x %zu table of counts", n, n);
   _Static_assert(sizeof(size_t) == 8, "counts travel as uint64");
   req_t *r;
   collie_result_t res = collie_iallgather(sendcounts, *matrix, n, COLLIE_UINT64, comm, &r);

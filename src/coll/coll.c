@@ -131,8 +131,8 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     n = collie_tune_candidates(comm, args->coll, call->bytes, cands, 16, &forced);
     collie_lock(&comm->lock);
   }
-  bool fell_back = false; /* a better candidate failed for want of memory: not a choice to remember */
-  for (int i = 0; i < n && !chosen; i++) {
+  bool no_memory = false;
+  for (int i = 0; i < n && !chosen && !no_memory; i++) {
     if (!cands[i]->build) {
       if (!collie_native_usable(comm, args)) continue;
       chosen = cands[i];
@@ -141,12 +141,10 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
       /* logged once per collective, not per call: there is no cached schedule to mark it */
       cached = (comm->native_logged >> args->coll) & 1;
       comm->native_logged |= 1u << args->coll;
-      if (!fell_back) {
-        comm->native_memo.coll = (int)args->coll;
-        comm->native_memo.bytes = call->bytes;
-        comm->native_memo.elem_size = args->elem_size;
-        comm->native_memo.algo = chosen;
-      }
+      comm->native_memo.coll = (int)args->coll;
+      comm->native_memo.bytes = call->bytes;
+      comm->native_memo.elem_size = args->elem_size;
+      comm->native_memo.algo = chosen;
       break;
     }
     s = collie_sched_cache_get(comm, args, cands[i], &users);
@@ -156,7 +154,10 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
       break;
     }
     s = malloc(sizeof(*s));
-    if (!s) break;
+    if (!s) {
+      no_memory = true;
+      break;
+    }
     collie_sched_init(s, comm->nranks, comm->rank, args->elem_size);
     collie_result_t r = cands[i]->build(args, s);
     if (r == COLLIE_SUCCESS && !s->failed) {
@@ -167,10 +168,20 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     collie_sched_free(s);
     free(s);
     s = NULL;
-    if (r != COLLIE_ERR_INVALID_ARGUMENT) fell_back = true;
+    /* Only a candidate that cannot serve these arguments falls back: every rank finds the
+     * same. One that ran out of memory did so on this rank alone, and the next candidate
+     * would move data in another pattern than the other ranks' (they waited until
+     * COLLIE_EXEC_TIMEOUT, or a pattern that happened to fit gave wrong results). */
+    if (r != COLLIE_ERR_INVALID_ARGUMENT) no_memory = true;
     if (r == COLLIE_ERR_INVALID_ARGUMENT && i == 0 && forced)
       COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "%s: forced algorithm '%s' cannot serve %zu bytes on %d ranks; "
                   "falling back to automatic", collie_coll_name(args->coll), cands[i]->name, call->bytes, comm->nranks);
+  }
+  if (no_memory) {
+    collie_result_t res = collie_comm_fail_no_memory(comm, fn, "building the schedule of %zu bytes on %d ranks",
+                                                     call->bytes, comm->nranks);
+    collie_unlock(&comm->lock);
+    return res;
   }
   if (!chosen) {
     collie_unlock(&comm->lock);
@@ -182,13 +193,17 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   collie_op_t *op = collie_op_create(comm, s, users == NULL && !native, call->sendbuf, call->recvbuf, args->coll,
                                      call->sig_count, call->dt, call->op, call->root, frame);
   if (!op) {
+    const unsigned long long scratch = s->scratch_bytes;
     if (users) (*users)--;
     else if (!native) {
       collie_sched_free(s);
       free(s);
     }
+    collie_result_t res =
+        scratch ? collie_comm_fail_no_memory(comm, fn, "its operation with %llu bytes of scratch space", scratch)
+                         : collie_comm_fail_no_memory(comm, fn, "its operation");
     collie_unlock(&comm->lock);
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+    return res;
   }
   op->sched_users = users;
   op->stream = collie_coll_streams(comm, recv_bytes(args));
@@ -208,6 +223,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   }
   bool kick;
   res = collie_post_locked(comm, op, req, &kick);
+  if (!res) collie_comm_check_left(comm);
   if (!res && frame) { /* a blocking call outside a group: the thread is the communicator's until its wait ends */
     atomic_store_explicit(&comm->coll_thread, collie_thread_id(), memory_order_relaxed);
     comm->coll_thread_coll = (int)args->coll;
@@ -224,7 +240,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
 collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *call, collie_request_t **req) {
   /* Nothing to move: complete at once, but count the collective so that sequence numbers stay in step. */
   collie_request_t *r = calloc(1, sizeof(*r));
-  if (!r) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", call->fn, comm->rank);
+  if (!r) return collie_comm_fail_no_memory(comm, call->fn, "its request"); /* the numbering would go out of step */
   collie_lock(&comm->lock);
   collie_result_t res = usable_locked(comm, call->fn);
   if (res) {

@@ -21,7 +21,7 @@ static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_da
                         comm->rank, count);
   if (!req) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: request is NULL", fn, comm->rank);
   collie_sched_t *s = malloc(sizeof(*s));
-  if (!s) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  if (!s) return collie_comm_fail_no_memory(comm, fn, "its schedule");
   collie_sched_init(s, comm->nranks, comm->rank, collie_datatype_size(dt));
   if (is_send) collie_sched_send(s, peer, collie_ref(COLLIE_BUF_SEND, 0), bytes, COLLIE_NODEPS);
   else collie_sched_recv(s, peer, collie_ref(COLLIE_BUF_RECV, 0), bytes, COLLIE_NODEPS);
@@ -32,7 +32,7 @@ static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_da
   if (!op) {
     collie_sched_free(s);
     free(s);
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+    return collie_comm_fail_no_memory(comm, fn, "its operation");
   }
   return collie_post(comm, op, req);
 }

@@ -75,7 +75,11 @@ collie_result_t collie_finish(collie_request_t *req) {
     if (group.n == group.cap) {
       int cap = group.cap ? group.cap * 2 : 16;
       collie_request_t **r = realloc(group.reqs, sizeof(*r) * (size_t)cap);
-      if (!r) return collie_wait(req);
+      if (!r) { /* waited for now, it could wait for a call of this group still to come */
+        collie_comm_fail_no_memory(req->comm, "a blocking call between collie_group_start and collie_group_end",
+                                   "the list of the group's requests");
+        return collie_group_error(collie_wait(req));
+      }
       group.reqs = r;
       group.cap = cap;
     }

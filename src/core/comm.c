@@ -72,6 +72,49 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
   collie_comm_wake(comm);
 }
 
+collie_result_t collie_init_no_memory(collie_comm_t *comm, int rank, const char *what) {
+  return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d ran out of memory creating the communicator (%s): " COLLIE_MEMORY_ADVICE,
+                      rank, what);
+}
+
+collie_result_t collie_comm_fail_no_memory(collie_comm_t *comm, const char *fn, const char *what, ...) {
+  char w[256], msg[1024];
+  va_list ap;
+  va_start(ap, what);
+  vsnprintf(w, sizeof(w), what, ap);
+  va_end(ap);
+  if (comm->nranks == 1)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory (%s): " COLLIE_MEMORY_ADVICE, fn, comm->rank, w);
+  snprintf(msg, sizeof(msg),
+           "%s on rank %d failed: out of memory (%s); since the other ranks would wait for this rank's part, "
+           "the communicator now fails on every rank: " COLLIE_MEMORY_ADVICE ", then create a new communicator",
+           fn, comm->rank, w);
+  collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false, "%s", msg);
+  return collie_error(comm, COLLIE_ERR_SYSTEM, "%s", msg);
+}
+
+void collie_comm_check_left(collie_comm_t *comm) {
+  uint64_t issued = atomic_load(&comm->left_after);
+  if (comm->coll_seq <= issued || atomic_load(&comm->failed)) return;
+  char pd[160];
+  collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
+                   "%s destroyed its communicator after %llu collectives, while rank %d issued collective #%llu, "
+                   "which needs it: the ranks did not call the same collectives; check why that rank stopped early "
+                   "(its errors and log)",
+                   collie_peer_desc(comm, atomic_load(&comm->left_rank), pd, sizeof(pd)), (unsigned long long)issued,
+                   comm->rank, (unsigned long long)comm->coll_seq);
+}
+
+void collie_comm_peer_left(collie_comm_t *comm, int rank, uint64_t issued) {
+  if (issued < atomic_load(&comm->left_after)) { /* the watchdog is the only writer: the rank first */
+    atomic_store(&comm->left_rank, rank);
+    atomic_store(&comm->left_after, issued);
+  }
+  collie_lock(&comm->lock);
+  collie_comm_check_left(comm);
+  collie_unlock(&comm->lock);
+}
+
 void collie_comm_retain(collie_comm_t *comm) { atomic_fetch_add(&comm->refs, 1); }
 
 void collie_comm_free(collie_comm_t *comm);

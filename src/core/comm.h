@@ -61,6 +61,11 @@ struct collie_comm {
   _Atomic uintptr_t coll_thread;
   int coll_thread_coll;
   uint64_t coll_thread_seq;
+  /* The fewest collectives a rank had issued when it destroyed its communicator
+   * (UINT64_MAX while none has), and that rank: a collective beyond it waits for a rank
+   * that is gone (collie_comm_peer_left). */
+  _Atomic uint64_t left_after;
+  _Atomic int left_rank;
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
   int native_ops;              /* posted shared-memory collectives not yet finished */
   bool native_prev_all;        /* the last finished round waited for every rank's staging */
@@ -128,6 +133,24 @@ const char *collie_comm_last_error(const collie_comm_t *comm);
  * with `msg`. Unless `from_remote`, the other ranks are told through the control channel. */
 void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* An allocation failed while this rank posted `fn` (a collective, a send or receive, a
+ * split): the other ranks have posted their part or will, and would wait for this rank's
+ * until COLLIE_EXEC_TIMEOUT, so the communicator fails on every rank at once with this
+ * sentence (a one-rank communicator only returns it). `what` says what could not be
+ * allocated. Returns COLLIE_ERR_SYSTEM. Safe with comm->lock held, like collie_comm_fail. */
+collie_result_t collie_comm_fail_no_memory(collie_comm_t *comm, const char *fn, const char *what, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Creating a communicator ran out of memory on `rank` (comm may be NULL: its own memory
+ * was what failed); `what` names the allocation. Returns COLLIE_ERR_SYSTEM. */
+collie_result_t collie_init_no_memory(collie_comm_t *comm, int rank, const char *what);
+/* Rank `rank` destroyed its communicator after issuing `issued` collectives (its goodbye,
+ * relayed by rank 0). If this rank has issued more, the communicator fails at once on every
+ * rank, where the collective would have waited for it until COLLIE_EXEC_TIMEOUT; later
+ * ones are caught as they are posted (collie_comm_check_left). Takes comm->lock. */
+void collie_comm_peer_left(collie_comm_t *comm, int rank, uint64_t issued);
+/* Under comm->lock, after a collective was posted: fails the communicator when it goes
+ * beyond what a departed rank issued. */
+void collie_comm_check_left(collie_comm_t *comm);
 /* Describes a peer for error sentences: "rank 2 (pid 4711 on host x)". */
 const char *collie_peer_desc(const collie_comm_t *comm, int rank, char *buf, size_t len);
 

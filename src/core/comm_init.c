@@ -36,7 +36,11 @@ collie_result_t collie_get_unique_id(collie_unique_id_t *id) {
   if (fd < 0)
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id could not listen on %s: %s",
                         collie_addr_str(&ip, a, sizeof(a)), strerror(errno));
-  collie_id_listener_register(info.secret, fd);
+  if (collie_id_listener_register(info.secret, fd) != 0) {
+    close(fd);
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_get_unique_id: out of memory (its record of the listening "
+                        "socket): " COLLIE_MEMORY_ADVICE);
+  }
   return COLLIE_SUCCESS;
 }
 
@@ -64,14 +68,17 @@ static collie_result_t make_listener(collie_comm_t *comm, const struct sockaddr_
 static collie_result_t setup_transports(collie_comm_t *comm) {
   collie_result_t res = COLLIE_SUCCESS;
   bool *use_tcp = calloc((size_t)comm->nranks, sizeof(bool));
-  if (!use_tcp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  comm->local_ranks = malloc(sizeof(int) * (size_t)comm->nranks);
+  if (!use_tcp || !comm->local_ranks) {
+    /* Through the first barrier, which the others wait in: they would see only this
+     * rank's connection close. */
+    free(use_tcp);
+    collie_init_no_memory(comm, comm->rank, "its tables of transports and local ranks");
+    collie_ctl_barrier(comm, comm->last_error);
+    return COLLIE_ERR_SYSTEM;
+  }
   /* Local ranks: same host identity, and both willing to use shared memory. */
   const collie_card_t *me = &comm->cards[comm->rank];
-  comm->local_ranks = malloc(sizeof(int) * (size_t)comm->nranks);
-  if (!comm->local_ranks) {
-    free(use_tcp);
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
-  }
   for (int r = 0; r < comm->nranks; r++) {
     const collie_card_t *c = &comm->cards[r];
     bool local = r == comm->rank || ((me->caps & c->caps & COLLIE_CAP_SHM) && !strcmp(me->host_id, c->host_id));
@@ -90,14 +97,20 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   }
   res = collie_ctl_barrier(comm, err);
   if (!res) {
+    bool gave_up = false;
     if (comm->nlocal > 1) {
       res = own = collie_shm_connect(comm);
-      err = res ? comm->last_error : NULL;
+      /* A rank that failed to connect tells rank 0, which gives up and removes its own
+       * segment: a rank still connecting then finds it gone ("No such file", with advice
+       * about containers). The failure already told is the one to report. */
+      gave_up = res && collie_ctl_setup_failed(comm);
+      err = res && !gave_up ? comm->last_error : NULL;
     }
     /* Every rank takes part in every barrier, a rank alone on its host too: the barriers
      * are counted, and one skipped left that rank a barrier behind (3 ranks on 2 hosts
      * timed out at creation). */
     res = collie_ctl_barrier(comm, err);
+    if (gave_up && !res) res = own; /* defensive, as for TCP below */
     if (!res && comm->nlocal > 1) { /* every rank has probed: the same answers everywhere */
       collie_shm_probe_settle(comm);
       collie_shm_cma_settle(comm);
@@ -199,10 +212,37 @@ static void log_topology(collie_comm_t *comm) {
               (unsigned long long)comm->comm_hash, comm->rank, comm->nranks, comm->nlocal, line);
 }
 
+/* The connect timeout creation waits for, as the communicator will hold it. */
+static int creation_connect_timeout_ms(const collie_config_t *config) {
+  int ms = (int)collie_param_int(COLLIE_P_CONNECT_TIMEOUT) * 1000;
+  if (config && config->connect_timeout_ms > 0) ms = config->connect_timeout_ms;
+  return ms > 0 ? ms : 60000;
+}
+
+/* A rank that fails before it reaches the bootstrap tells whoever waits for it
+ * (collie_ctl_tell_join_failure): rank 0 answers on listen_fd, the id's listener or the
+ * id's address. Closes listen_fd. */
+static collie_result_t failed_before_joining(const collie_id_info_t *info, int rank, int nranks,
+                                             const collie_config_t *config, collie_result_t res, int listen_fd) {
+  char msg[1024];
+  snprintf(msg, sizeof(msg), "%s", collie_get_last_error(NULL));
+  if (rank == 0 && nranks > 1 && listen_fd < 0) listen_fd = collie_id_listener_take(info->secret);
+  if (rank == 0 && nranks > 1 && listen_fd < 0) {
+    struct sockaddr_storage a = info->root;
+    listen_fd = collie_listen_exact(&a);
+  }
+  int64_t deadline = collie_now_ns() + (int64_t)creation_connect_timeout_ms(config) * 1000000;
+  collie_ctl_tell_join_failure(info, rank, nranks, listen_fd, -1, deadline, msg);
+  if (listen_fd >= 0) close(listen_fd);
+  collie_set_thread_error(msg);
+  return res;
+}
+
 collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, collie_unique_id_t id, int rank,
                                           const collie_config_t *config, int listen_fd) {
   collie_result_t res = COLLIE_SUCCESS;
   char msg[512];
+  bool joining = false, set_up = false;
   if (!out) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_rank: comm is NULL");
   *out = NULL;
   if (nranks < 1 || rank < 0 || rank >= nranks)
@@ -229,7 +269,8 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
                         rank, info.version, COLLIE_VERSION_CODE);
 
   collie_comm_t *comm = calloc(1, sizeof(*comm));
-  if (!comm) return collie_error(NULL, COLLIE_ERR_SYSTEM, "rank %d: out of memory", rank);
+  if (!comm)
+    return failed_before_joining(&info, rank, nranks, config, collie_init_no_memory(NULL, rank, "its state"), listen_fd);
   comm->magic = COLLIE_COMM_LIVE;
   pthread_mutex_init(&comm->err_lock, NULL);
   atomic_store(&comm->refs, 1);
@@ -237,30 +278,31 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   comm->nranks = nranks;
   memcpy(comm->secret, info.secret, 16);
   comm->comm_hash = collie_hash64(info.secret, 16, 0x636f6d6d);
-  comm->connect_timeout_ms = (int)collie_param_int(COLLIE_P_CONNECT_TIMEOUT) * 1000;
+  comm->connect_timeout_ms = creation_connect_timeout_ms(config);
   comm->exec_timeout_ms = (int)collie_param_int(COLLIE_P_EXEC_TIMEOUT) * 1000;
   comm->chunk_bytes = (size_t)collie_param_int(COLLIE_P_CHUNK_SIZE);
   comm->spin = (int)collie_param_int(COLLIE_P_SPIN);
   comm->stream_bytes = (uint64_t)collie_param_int(COLLIE_P_STREAM_BYTES);
   comm->yield = (int)collie_param_int(COLLIE_P_YIELD);
   collie_set_wait_peer(comm, -1);
+  atomic_store(&comm->left_after, UINT64_MAX);
   const char *algo = collie_param_str(COLLIE_P_ALGO), *proto = collie_param_str(COLLIE_P_PROTO);
   if (config) {
-    if (config->connect_timeout_ms > 0) comm->connect_timeout_ms = config->connect_timeout_ms;
     if (config->exec_timeout_ms > 0) comm->exec_timeout_ms = config->exec_timeout_ms;
     if (config->struct_size >= offsetof(collie_config_t, proto) + sizeof(char *)) {
       if (config->algo) algo = config->algo;
       if (config->proto) proto = config->proto;
     }
   }
-  if (comm->connect_timeout_ms <= 0) comm->connect_timeout_ms = 60000;
   if (comm->exec_timeout_ms <= 0) comm->exec_timeout_ms = 600000;
   comm->algo = algo ? strdup(algo) : NULL;
   comm->proto = proto ? strdup(proto) : NULL;
   comm->cards = calloc((size_t)nranks, sizeof(collie_card_t));
   comm->peers = calloc((size_t)nranks, sizeof(collie_peer_t));
-  if (!comm->cards || !comm->peers) {
-    res = collie_error(NULL, COLLIE_ERR_SYSTEM, "rank %d: out of memory", rank);
+  /* A copy of COLLIE_ALGO or COLLIE_PROTO that failed silently would make this rank choose
+   * differently from the others (or be refused for settings it does not have). */
+  if (!comm->cards || !comm->peers || (algo && !comm->algo) || (proto && !comm->proto)) {
+    res = collie_init_no_memory(NULL, rank, "its tables of the ranks and settings");
     goto fail;
   }
   for (int r = 0; r < nranks; r++) comm->peers[r].rank = r;
@@ -300,12 +342,14 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   }
   collie_settings_t settings;
   collie_settings_read(comm, &settings);
+  joining = true; /* from here on the bootstrap tells rank 0 itself */
   res = collie_bootstrap(comm, &info, listen_fd, &card, &settings, make_listener);
   if (listen_fd >= 0) close(listen_fd);
   listen_fd = -1;
   if (res) goto fail;
   res = setup_transports(comm);
   if (res) goto fail;
+  set_up = true;
   res = collie_ctl_start_watchdog(comm);
   if (res) goto fail;
   res = collie_start_progress_thread(comm);
@@ -319,8 +363,13 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   *out = comm;
   return COLLIE_SUCCESS;
 fail:
-  if (listen_fd >= 0) close(listen_fd);
   if (comm->last_error[0]) collie_set_thread_error(comm->last_error);
+  if (!joining) failed_before_joining(&info, rank, nranks, config, res, listen_fd);
+  else if (listen_fd >= 0) close(listen_fd);
+  /* Failed on its own after the set-up barriers (its watchdog or progress thread, the
+   * timing of process_vm_readv): the others would see only its connections close. */
+  if (set_up && !atomic_load(&comm->failed))
+    collie_ctl_tell_creation_failure(comm, collie_get_last_error(NULL));
   atomic_store(&comm->destroyed, 1);
   collie_comm_teardown(comm);
   collie_comm_release(comm);
@@ -362,7 +411,11 @@ collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
   if (fd < 0)
     return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all could not listen on loopback: %s",
                         strerror(errno));
-  collie_id_listener_register(info.secret, fd);
+  if (collie_id_listener_register(info.secret, fd) != 0) {
+    close(fd);
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all: out of memory (its record of the listening "
+                        "socket): " COLLIE_MEMORY_ADVICE);
+  }
 
   init_all_arg_t *args = calloc((size_t)nranks, sizeof(*args));
   pthread_t *th = calloc((size_t)nranks, sizeof(pthread_t));
@@ -370,26 +423,36 @@ collie_result_t collie_comm_init_all(collie_comm_t **comms, int nranks) {
     free(args);
     free(th);
     close(collie_id_listener_take(info.secret));
-    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all: out of memory");
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_all: out of memory (its tables of %d ranks): "
+                        COLLIE_MEMORY_ADVICE, nranks);
   }
   int started = 0;
   for (int r = 0; r < nranks; r++) {
     comms[r] = NULL;
     args[r] = (init_all_arg_t){&comms[r], nranks, r, id, COLLIE_SUCCESS, ""};
-    if (collie_thread_start(&th[r], init_all_thread, &args[r]) != 0) {
+    int rc = collie_thread_start(&th[r], init_all_thread, &args[r]);
+    if (rc != 0) {
       args[r].res = COLLIE_ERR_SYSTEM;
-      snprintf(args[r].err, sizeof(args[r].err), "collie_comm_init_all could not start a thread for rank %d", r);
+      snprintf(args[r].err, sizeof(args[r].err), "collie_comm_init_all could not start a thread for rank %d: %s; %s",
+               r, strerror(rc), collie_thread_advice(rc));
+      /* The ranks started wait for this one: it fails in their creation at once, where they
+       * waited until COLLIE_CONNECT_TIMEOUT (rank 0 cannot be told: none has started). */
+      int64_t deadline = collie_now_ns() + (int64_t)creation_connect_timeout_ms(NULL) * 1000000;
+      if (r > 0) collie_ctl_tell_join_failure(&info, r, nranks, -1, -1, deadline, args[r].err);
       break;
     }
     started++;
   }
   for (int r = 0; r < started; r++) pthread_join(th[r], NULL);
+  /* The sentence of a rank that failed on its own, rather than one that reports another
+   * rank's failure (COLLIE_ERR_REMOTE: "rank 1 closed its connection"). */
   collie_result_t res = COLLIE_SUCCESS;
-  for (int r = 0; r < nranks && r <= started; r++)
-    if (r < nranks && args[r].res && !res) {
-      res = args[r].res;
-      collie_set_thread_error(args[r].err);
-    }
+  for (int pass = 0; pass < 2 && !res; pass++)
+    for (int r = 0; r < nranks && r <= started; r++)
+      if (args[r].res && !res && (pass || args[r].res != COLLIE_ERR_REMOTE)) {
+        res = args[r].res;
+        collie_set_thread_error(args[r].err);
+      }
   if (res) {
     char keep[1024];
     snprintf(keep, sizeof(keep), "%s", collie_get_last_error(NULL));

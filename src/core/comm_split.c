@@ -3,6 +3,7 @@
  * each group's new rank 0 makes a unique id and sends it to its members. */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,7 +32,7 @@ static collie_result_t exchange(collie_comm_t *comm, const char *fn, int color, 
   int n = comm->nranks;
   member_t mine = {color, key, comm->rank};
   member_t *all = malloc(sizeof(member_t) * (size_t)n);
-  if (!all) return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d: out of memory", fn, comm->rank);
+  if (!all) return collie_comm_fail_no_memory(comm, fn, "the table of %d colors and keys", n);
   /* The nonblocking calls and explicit waits, not the blocking ones: inside the caller's
    * collie_group_start/end a blocking call only queues its request, and the split needs
    * the answers now (it read the array before the all-gather had filled it). */
@@ -120,5 +121,10 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
   if (res && failed)
     return collie_error(comm, (collie_result_t)failed, "%s on rank %d could not create the new communicator: %s", fn,
                         comm->rank, comm->fail_msg);
+  if (res) { /* the creation's sentence is this thread's; the caller may ask the parent for it */
+    char why[1024];
+    snprintf(why, sizeof(why), "%s", collie_get_last_error(NULL));
+    return collie_error(comm, res, "%s on rank %d could not create the new communicator: %s", fn, comm->rank, why);
+  }
   return res;
 }

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 
 #include "core/comm.h"
@@ -60,3 +61,10 @@ collie_result_t collie_get_version(int *version) {
   *version = COLLIE_VERSION_CODE;
   return COLLIE_SUCCESS;
 }
+
+const char *collie_thread_advice(int rc) {
+  return rc == EAGAIN ? "raise the limit of processes and threads (ulimit -u), or " COLLIE_MEMORY_ADVICE
+                      : "check the system's limits";
+}
+
+const char *collie_memory_hint(int e) { return e == ENOMEM ? "; " COLLIE_MEMORY_ADVICE : ""; }

@@ -22,6 +22,15 @@ void collie_set_thread_error(const char *msg);
  * one is COLLIE_ERR_INVALID_USAGE *without* one, which the caller writes (it knows what
  * was freed, and by what). `what`: "communicator", "request". */
 collie_result_t collie_check_magic(const void *handle, uint32_t live, uint32_t dead, const char *fn, const char *what);
+/* "; " and what to do when an OS call failed with errno `e` for want of memory, else "":
+ * to append to a sentence that ends with strerror(e). */
+const char *collie_memory_hint(int e);
+
+/* What to do when pthread_create failed with `rc`, for the sentences that say so. */
+const char *collie_thread_advice(int rc);
+
+/* What to do when memory runs out, for the sentences that say so. */
+#define COLLIE_MEMORY_ADVICE "free memory or raise the limit (ulimit -v, the container's memory limit)"
 
 /* NCCL's discipline: one macro, one exit label. */
 #define COLLIE_CHECK(call)                \

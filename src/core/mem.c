@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "collie.h"
@@ -30,9 +31,21 @@ collie_result_t collie_mem_alloc(void **ptr, size_t size) {
   if (size > SIZE_MAX / 2)
     return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_mem_alloc: %zu bytes is more than any process can map",
                         size);
+  /* The memory file reserves nothing: a size beyond the machine's memory and swap was
+   * granted (64 TiB on a 23 GiB machine), and writing it would kill the process later
+   * (SIGBUS, or the OOM killer) instead of failing here. */
+  struct sysinfo si;
+  if (sysinfo(&si) == 0) {
+    unsigned long long machine = ((unsigned long long)si.totalram + si.totalswap) * si.mem_unit;
+    if (machine && size > machine)
+      return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
+                          "collie_mem_alloc: %zu bytes is more than this machine's memory and swap (%llu MiB); "
+                          "check the size (in bytes, not elements)",
+                          size, machine >> 20);
+  }
   size_t bytes = COLLIE_MEM_HEADER + ((size + 4095) & ~(size_t)4095);
   allocation_t *a = calloc(1, sizeof(*a));
-  if (!a) return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_mem_alloc: out of memory");
+  if (!a) return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_mem_alloc: out of memory (its record of %zu bytes): " COLLIE_MEMORY_ADVICE, size);
   a->fd = memfd_create("collie-mem", MFD_CLOEXEC);
   if (a->fd < 0) {
     int e = errno;
@@ -53,7 +66,8 @@ collie_result_t collie_mem_alloc(void **ptr, size_t size) {
     int e = errno;
     close(a->fd);
     free(a);
-    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_mem_alloc: cannot map %zu bytes: %s", bytes, strerror(e));
+    return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_mem_alloc: cannot map %zu bytes: %s%s", bytes, strerror(e),
+                        collie_memory_hint(e));
   }
   a->bytes = bytes;
   if (getrandom(&a->id, sizeof(a->id), 0) != (ssize_t)sizeof(a->id)) a->id = (uint64_t)(uintptr_t)a->base ^ (uint64_t)getpid();

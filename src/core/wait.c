@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/comm.h"
 #include "core/comm_internal.h"
@@ -328,8 +329,10 @@ void collie_progress_kick(collie_comm_t *comm) {
 
 collie_result_t collie_start_progress_thread(collie_comm_t *comm) {
   if (collie_param_int(COLLIE_P_PROGRESS_THREAD) <= 0) return COLLIE_SUCCESS;
-  if (collie_thread_start(&comm->progress_thread, progress_main, comm) != 0)
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its progress thread", comm->rank);
+  int rc = collie_thread_start(&comm->progress_thread, progress_main, comm);
+  if (rc != 0)
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not start its progress thread: %s; %s", comm->rank,
+                        strerror(rc), collie_thread_advice(rc));
   comm->has_progress_thread = true;
   return COLLIE_SUCCESS;
 }

@@ -226,8 +226,11 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
     req->in_frame = true;
   } else {
     req = zalloc(sizeof(*req));
-    if (!req) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory posting %s", comm->rank,
-                                  collie_coll_name(op->coll));
+    if (!req) {
+      char fn[64];
+      snprintf(fn, sizeof(fn), "collie_%s", collie_coll_name(op->coll));
+      return collie_comm_fail_no_memory(comm, fn, "its request");
+    }
   }
   /* Also for a request in a frame: collie_comm_abort from another thread may drop the
    * last other reference while the caller is still in its wait (comm_destroy.c). */

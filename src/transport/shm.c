@@ -188,7 +188,7 @@ static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len)
 
 collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_state_t *st = calloc(1, sizeof(*st));
-  if (!st) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory for shared memory", comm->rank);
+  if (!st) return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
   comm->shm = st;
   st->nslots = (uint64_t)collie_param_int(COLLIE_P_SHM_NSLOTS);
   st->slot_size = (uint64_t)collie_param_int(COLLIE_P_SHM_SLOT_SIZE);
@@ -205,7 +205,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
     st->seg_bytes = st->area_off + sizeof(collie_shm_area_t) + 2 * st->area_size;
     st->inl_bytes = calloc((size_t)comm->nranks, COLLIE_SHM_INLINE_BYTES); /* whole lines copied */
     if (!st->inl_bytes)
-      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory for shared memory", comm->rank);
+      return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
   }
   st->prewrite = st->seg_bytes <= PREWRITE_MAX_BYTES;
   seg_name(comm, comm->rank, st->name, sizeof(st->name));
@@ -231,11 +231,12 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
     return reserved;
   }
   void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
   close(fd);
   if (p == MAP_FAILED) {
     shm_unlink(st->name);
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map shared memory segment %s: %s",
-                        comm->rank, st->name, strerror(errno));
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map shared memory segment %s: %s%s",
+                        comm->rank, st->name, strerror(e), collie_memory_hint(e));
   }
   st->mine = p;
   st->mine->nslots = st->nslots;
@@ -243,7 +244,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   st->mine->nrings = (uint64_t)comm->nlocal;
   st->mine->magic = SEG_MAGIC;
   st->segs = calloc((size_t)comm->nlocal, sizeof(void *));
-  if (!st->segs) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  if (!st->segs) return collie_init_no_memory(comm, comm->rank, "its table of shared-memory segments");
   st->segs[comm->local_rank] = p;
   collie_shm_probe_offer(comm);
   collie_shm_cma_offer(comm);
@@ -281,13 +282,14 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
                           comm->rank, collie_peer_desc(comm, r, pd, sizeof(pd)));
     }
     void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
     close(fd);
     if (p == MAP_FAILED)
-      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map the segment of %s: %s", comm->rank,
-                          collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(errno));
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map the segment of %s: %s%s", comm->rank,
+                          collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(e), collie_memory_hint(e));
     st->segs[li] = p;
     shm_peer_t *sp = calloc(1, sizeof(*sp));
-    if (!sp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+    if (!sp) return collie_init_no_memory(comm, comm->rank, "the state of a shared-memory peer");
     char *out = ring_at(p, comm->local_rank, st->nslots, st->slot_size);
     char *in = ring_at(st->mine, li, st->nslots, st->slot_size);
     sp->out_ctl = (ring_ctl_t *)out;
@@ -427,7 +429,11 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
 static int read_by_cma(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp, collie_xfer_t *x,
                        const collie_shm_bufloc_t *loc) {
   if (x->reduce && !sp->cma_bounce && !(sp->cma_bounce = malloc(COLLIE_CMA_BOUNCE))) {
-    collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false, "rank %d: out of memory", comm->rank);
+    char pd[160];
+    collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
+                     "rank %d ran out of memory for the %d-byte buffer it reads the data of %s into to reduce it: "
+                     COLLIE_MEMORY_ADVICE,
+                     comm->rank, (int)COLLIE_CMA_BOUNCE, collie_peer_desc(comm, peer->rank, pd, sizeof(pd)));
     return -1;
   }
   return collie_shm_cma_read(comm, peer->rank, x, loc, sp->cma_bounce);

@@ -66,7 +66,7 @@ static collie_result_t time_both_ways(collie_comm_t *comm, int peer, int64_t bes
   if (!sbuf || !rbuf) {
     free(sbuf);
     free(rbuf);
-    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory measuring process_vm_readv", comm->rank);
+    return collie_init_no_memory(comm, comm->rank, "the buffers that time process_vm_readv");
   }
   memset(sbuf, comm->local_rank + 1, MEASURE_BYTES);
   memset(rbuf, 0, MEASURE_BYTES);

@@ -41,6 +41,10 @@ static struct collie_shm_peer_map *find_slot(collie_shm_state_t *st, int32_t pid
   return m;
 }
 
+/* Why a mapping failed when it was for want of memory (address space, ulimit -v): the
+ * advice is then not the one about users and namespaces. */
+static const char OUT_OF_MEMORY[] = "out of memory";
+
 /* The local address of loc's buffer, mapping the allocation on first use; NULL with *why
  * set when it cannot be reached. */
 static char *try_map(collie_comm_t *comm, const collie_shm_bufloc_t *loc, const char **why) {
@@ -49,7 +53,7 @@ static char *try_map(collie_comm_t *comm, const collie_shm_bufloc_t *loc, const 
   if (loc->kind != COLLIE_BUFLOC_MEM) return NULL;
   collie_shm_state_t *st = comm->shm;
   struct collie_shm_peer_map *m = find_slot(st, loc->pid, loc->fd);
-  *why = "out of memory";
+  *why = OUT_OF_MEMORY;
   if (!m) return NULL;
   if (m->base && m->id != loc->id) { /* the descriptor now holds another allocation */
     munmap(m->base, m->bytes);
@@ -70,7 +74,7 @@ static char *try_map(collie_comm_t *comm, const collie_shm_bufloc_t *loc, const 
     int e = errno;
     close(fd);
     if (p == MAP_FAILED) {
-      *why = strerror(e);
+      *why = e == ENOMEM ? OUT_OF_MEMORY : strerror(e);
       return NULL;
     }
     const collie_mem_header_t *h = p;
@@ -91,10 +95,10 @@ static char *try_map(collie_comm_t *comm, const collie_shm_bufloc_t *loc, const 
 static char *fail(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc, const char *why) {
   char pd[160];
   collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
-                   "rank %d could not map the collie_mem_alloc buffer of %s (/proc/%d/fd/%d): %s; the ranks must "
-                   "run as one user in one process namespace, or set COLLIE_SHM_DIRECT=0 (the buffers are then "
-                   "copied through shared memory)",
-                   comm->rank, collie_peer_desc(comm, rank, pd, sizeof(pd)), (int)loc->pid, (int)loc->fd, why);
+                   "rank %d could not map the collie_mem_alloc buffer of %s (/proc/%d/fd/%d): %s; %s, or set "
+                   "COLLIE_SHM_DIRECT=0 (the buffers are then copied through shared memory)",
+                   comm->rank, collie_peer_desc(comm, rank, pd, sizeof(pd)), (int)loc->pid, (int)loc->fd, why,
+                   why == OUT_OF_MEMORY ? COLLIE_MEMORY_ADVICE : "the ranks must run as one user in one process namespace");
   return NULL;
 }
 

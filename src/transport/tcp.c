@@ -235,7 +235,7 @@ const collie_transport_t collie_transport_tcp = {"tcp", tcp_progress, tcp_close}
 
 collie_result_t collie_tcp_listen(collie_comm_t *comm, const struct sockaddr_storage *ip) {
   collie_tcp_state_t *st = calloc(1, sizeof(*st));
-  if (!st) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  if (!st) return collie_init_no_memory(comm, comm->rank, "its TCP state");
   comm->tcp = st;
   st->nsocks = (int)collie_param_int(COLLIE_P_TCP_NSOCKS);
   if (st->nsocks < 1) st->nsocks = 1;
@@ -282,7 +282,7 @@ static collie_result_t adopt(collie_comm_t *comm, tcp_peer_t *tp, int k, int fd)
   collie_set_nonblocking(fd, true);
   tp->s[k].fd = fd;
   tp->s[k].bounce = malloc(BOUNCE_BYTES);
-  if (!tp->s[k].bounce) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  if (!tp->s[k].bounce) return collie_init_no_memory(comm, comm->rank, "the bounce buffer of a TCP socket");
   return COLLIE_SUCCESS;
 }
 
@@ -295,7 +295,7 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
   for (int p = 0; p < comm->rank; p++) {
     if (!use_tcp[p]) continue;
     tcp_peer_t *tp = peer_state(comm, p, st->nsocks, st->stripe_min);
-    if (!tp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+    if (!tp) return collie_init_no_memory(comm, comm->rank, "the state of a TCP peer");
     for (int k = 0; k < st->nsocks; k++) {
       int err = 0;
       int fd = collie_connect_retry(&comm->cards[p].data_addr, deadline, &err);
@@ -368,7 +368,7 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
       continue;
     }
     tcp_peer_t *tp = peer_state(comm, h.rank, st->nsocks, h.stripe_min);
-    if (!tp) return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+    if (!tp) return collie_init_no_memory(comm, comm->rank, "the state of a TCP peer");
     if (tp->s[h.sock_idx].fd >= 0) {
       collie_socket_close(fd);
       continue;

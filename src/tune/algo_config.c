@@ -120,7 +120,7 @@ collie_result_t collie_check_algo_config(collie_comm_t *comm) {
   char err[768];
   collie_tune_state_t *st = calloc(1, sizeof(*st));
   comm->algo_spec = st;
-  if (!st) return collie_error(NULL, COLLIE_ERR_SYSTEM, "rank %d: out of memory", comm->rank);
+  if (!st) return collie_init_no_memory(NULL, comm->rank, "its tuning tables");
   pthread_mutex_init(&st->memo_lock, NULL);
   if (collie_algo_spec_parse(comm->algo, &st->rules, err, sizeof(err)) != 0)
     return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "rank %d: %s", comm->rank, err);
@@ -128,8 +128,10 @@ collie_result_t collie_check_algo_config(collie_comm_t *comm) {
     return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "rank %d: %s", comm->rank, err);
   const char *path = collie_param_str(COLLIE_P_TUNING_FILE);
   if (path && *path) {
-    if (collie_tune_table_load(path, &st->table, err, sizeof(err)) != 0)
-      return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "rank %d: COLLIE_TUNING_FILE: %s", comm->rank, err);
+    int loaded = collie_tune_table_load(path, &st->table, err, sizeof(err));
+    if (loaded != 0)
+      return collie_error(NULL, loaded == -2 ? COLLIE_ERR_SYSTEM : COLLIE_ERR_INVALID_ARGUMENT,
+                          "rank %d: COLLIE_TUNING_FILE: %s", comm->rank, err);
   } else {
     collie_tune_table_default(&st->table);
   }

@@ -77,7 +77,8 @@ void collie_tune_table_default(collie_tune_table_t *t);
 /* Parses tuning-file text over t (keys missing from the text keep t's values). `name`
  * names the text in errors. Returns 0, or -1 with err naming the line. */
 int collie_tune_table_parse(const char *text, const char *name, collie_tune_table_t *t, char *err, size_t errlen);
-/* Defaults, then the file at path; source becomes path. Returns 0 or -1 with err. */
+/* Defaults, then the file at path; source becomes path. Returns 0, or -1 with err (the
+ * file is missing or wrong), or -2 with err (out of memory: the file may be right). */
 int collie_tune_table_load(const char *path, collie_tune_table_t *t, char *err, size_t errlen);
 /* Writes t in the tuning-file format (without a header comment). */
 void collie_tune_table_write(FILE *f, const collie_tune_table_t *t);

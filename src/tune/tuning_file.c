@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "tune/tune.h"
 
 /* Measured on a 2-core AMD EPYC VM (Debian 12, shared and noisy) with collie-tune and the
@@ -195,8 +196,8 @@ int collie_tune_table_load(const char *path, collie_tune_table_t *t, char *err, 
   char *text = malloc(TUNING_FILE_MAX + 1);
   if (!text) {
     fclose(f);
-    snprintf(err, errlen, "out of memory reading the tuning file %s", path);
-    return -1;
+    snprintf(err, errlen, "out of memory reading the tuning file %s: " COLLIE_MEMORY_ADVICE, path);
+    return -2;
   }
   size_t n = fread(text, 1, TUNING_FILE_MAX + 1, f);
   int rerr = ferror(f);

@@ -15,6 +15,13 @@ add_test(NAME fault_connect_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} connec
 add_test(NAME fault_junk_on_bootstrap COMMAND bash ${FAULT_SH} ${FAULT_BIN} junk)
 add_test(NAME fault_slow_destroy COMMAND bash ${FAULT_SH} ${FAULT_BIN} slow-destroy)
 add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
+# A rank that gives up (destroys) while the others wait for it in a later collective: they
+# fail at once naming it, where they waited until COLLIE_EXEC_TIMEOUT (30 s here).
+foreach(tr auto tcp)
+  add_test(NAME fault_early_destroy_${tr} COMMAND $<TARGET_FILE:collie-run> -n 3 --timeout 25 ${FAULT_BIN} early-destroy)
+  set_tests_properties(fault_early_destroy_${tr} PROPERTIES TIMEOUT 60 LABELS fault
+                       ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=30;COLLIE_TRANSPORT=${tr}")
+endforeach()
 add_test(NAME fault_abort COMMAND ${FAULT_BIN} abort)
 set_tests_properties(fault_exec_timeout fault_test_timeout fault_connect_timeout fault_slow_destroy fault_junk_on_bootstrap fault_bad_args fault_abort
                      PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
@@ -83,3 +90,22 @@ set_tests_properties(fault_settings_mismatch PROPERTIES TIMEOUT 240 LABELS fault
 # COLLIE_PORT_RANGE malformed (refused everywhere) and too small (every rank names it at once).
 add_test(NAME fault_port_range COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/port_range_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_port_range PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Out of memory: one allocation of libcollie fails (alloc_fail_shim, preloaded), in one
+# rank of 3, at every place the library allocates: rank 1 or rank 0, shared memory or TCP,
+# from creation on or once the communicator exists. Each run must end at once with
+# sentences naming that rank, no timeout, no crash, nothing left in /dev/shm. Before, a
+# failure while posting an operation, or before a rank joined, left the others waiting
+# until COLLIE_EXEC_TIMEOUT or COLLIE_CONNECT_TIMEOUT. Not under ASan, which must be the
+# first library loaded. The _tuned variant: with a tuning file, COLLIE_ALGO=ring and a
+# progress thread.
+add_library(alloc_fail_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_shim.c)
+target_link_libraries(alloc_fail_shim PRIVATE ${CMAKE_DL_LIBS})
+add_executable(alloc_fail_rank ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_rank.c)
+target_link_libraries(alloc_fail_rank PRIVATE collie)
+add_test(NAME fault_alloc_fail COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                                       $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>)
+add_test(NAME fault_alloc_fail_tuned COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                                             $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim> shm:1 shm:0:after-init)
+set_tests_properties(fault_alloc_fail PROPERTIES TIMEOUT 300 LABELS "fault;noasan")
+set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault;noasan"
+                     ENVIRONMENT "ALLOC_FAIL_TUNED=1;COLLIE_PROGRESS_THREAD=1")

@@ -26,6 +26,10 @@
  *                                       an abort during a destroy is safe
  *   fault_rank signal-abort             a signal handler aborts a communicator in use
  *   fault_rank destroy-order            two ranks destroy 10 communicators in opposite orders
+ *   fault_rank early-destroy            rank 1 destroys after one all-reduce while the others call a
+ *                                       second (as a rank that gives up after an error would): each
+ *                                       must fail (in either) within 5 s with COLLIE_ERR_REMOTE naming
+ *                                       rank 1
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
@@ -133,12 +137,19 @@ static collie_result_t recv_from_1(int *x, collie_comm_t *comm, bool by_test) {
   return r;
 }
 
+/* The communicator from the launcher's environment, and this rank; 0, or 1 after saying why. */
+static int init_rank(collie_comm_t **comm, int *rank) {
+  collie_result_t r = collie_comm_init_env(comm);
+  if (r) return fail("init", r, NULL);
+  collie_comm_rank(*comm, rank);
+  return 0;
+}
+
 static int exec_timeout(bool by_test) {
   collie_comm_t *comm;
-  collie_result_t r = collie_comm_init_env(&comm);
-  if (r) return fail("init", r, NULL);
   int rank;
-  collie_comm_rank(comm, &rank);
+  if (init_rank(&comm, &rank)) return 1;
+  collie_result_t r;
   int x = 0, ok;
   double t0 = now_s();
   if (rank == 0) {
@@ -171,10 +182,9 @@ static int connect_timeout(void) {
 
 static int slow_destroy(void) {
   collie_comm_t *comm;
-  collie_result_t r = collie_comm_init_env(&comm);
-  if (r) return fail("init", r, NULL);
   int rank;
-  collie_comm_rank(comm, &rank);
+  if (init_rank(&comm, &rank)) return 1;
+  collie_result_t r;
   if (rank == 1) sleep(6);
   double t0 = now_s();
   r = collie_comm_destroy(comm);
@@ -701,6 +711,31 @@ static int threads(int n, void *(*fn)(void *)) {
   collie_result_t r = collie_comm_init_all(comms, n);
   if (r) return fail("init_all", r, NULL);
   return threads_on(comms, n, fn, NULL, 0);
+static int early_destroy(void) {
+  collie_comm_t *comm;
+  int rank;
+  if (init_rank(&comm, &rank)) return 1;
+  collie_result_t r;
+  float x = 1, y = 0;
+  double t0 = now_s();
+  r = collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, comm);
+  if (rank != 1) {
+    /* The failure may end this rank's first all-reduce already, if another rank reached
+     * its second one first: the communicator fails on every rank at once. */
+    if (!r) r = collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, comm);
+    double dt = now_s() - t0;
+    printf("rank %d: the all-reduces returned %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt,
+           collie_get_last_error(comm));
+    bool named = strstr(collie_get_last_error(comm), "rank 1 ") && strstr(collie_get_last_error(comm), "destroyed");
+    collie_comm_destroy(comm);
+    return r == COLLIE_ERR_REMOTE && named && dt < 5 ? 0 : 1;
+  }
+  if (r) return fail("first allreduce", r, comm);
+  t0 = now_s();
+  r = collie_comm_destroy(comm);
+  double dt = now_s() - t0;
+  printf("rank 1: destroy returned %s after %.1f s\n", collie_get_error_string(r), dt);
+  return dt < 5 ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
@@ -715,6 +750,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
+  if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
@@ -723,6 +759,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
   if (argc == 2 && !strcmp(argv[1], "destroy-order")) return threads(2, destroy_order_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | destroy-order\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | destroy-order\n");
   return 2;
 }

@@ -162,6 +162,11 @@ static void test_mem(void) {
   EXPECT(p == NULL);
   EXPECT(strstr(collie_get_last_error(NULL), "size is 0") != NULL);
   EXPECT(collie_mem_alloc(&p, (size_t)-1) == COLLIE_ERR_INVALID_ARGUMENT);
+  /* More than the machine's memory and swap: refused at once. It was granted (the memory
+   * file reserves nothing), and writing it would have killed the process later. */
+  EXPECT(collie_mem_alloc(&p, (size_t)1 << 46) == COLLIE_ERR_INVALID_ARGUMENT); /* 64 TiB */
+  EXPECT(p == NULL);
+  EXPECT(strstr(collie_get_last_error(NULL), "more than this machine's memory and swap") != NULL);
   EXPECT(collie_mem_alloc(&p, 100000) == COLLIE_SUCCESS);
   EXPECT(p != NULL && ((uintptr_t)p & 4095) == 0); /* page aligned */
   memset(p, 0xab, 100000);
