@@ -263,6 +263,9 @@ static void answer_joiners(int listen_fd, const uint8_t *secret, int missing, co
         memcmp(((hello_t *)pl)->secret, secret, 16) == 0) {
       send_frame(fd, COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(200));
       missing--;
+    } else if (f.type == COLLIE_CTL_JOIN_FAIL && f.len == sizeof(join_fail_t) && pl &&
+               memcmp(((join_fail_t *)pl)->secret, secret, 16) == 0) {
+      missing--; /* failed on its own: it waits for nothing */
     }
     free(pl);
     collie_socket_close(fd);
