@@ -261,10 +261,14 @@ static void answer_joiners(int listen_fd, const uint8_t *secret, int missing, co
     if (fd < 0) continue;
     frame_t f;
     void *pl = NULL;
-    if (recv_frame(fd, &f, &pl, deadline_after_ms(200)) == 0 && f.type == COLLIE_CTL_HELLO && f.len == sizeof(hello_t) &&
+    int rc = recv_frame(fd, &f, &pl, deadline_after_ms(200));
+    if (rc == 0 && f.type == COLLIE_CTL_HELLO && f.len == sizeof(hello_t) &&
         memcmp(((hello_t *)pl)->secret, secret, 16) == 0) {
       send_frame(fd, COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline_after_ms(200));
       missing--;
+    } else if (rc == 0 && f.type == COLLIE_CTL_JOIN_FAIL && f.len == sizeof(join_fail_t) &&
+               memcmp(((join_fail_t *)pl)->secret, secret, 16) == 0) {
+      missing--; /* failed on its own: it waits for nothing */
     }
     free(pl);
     collie_socket_close(fd);

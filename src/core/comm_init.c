@@ -219,6 +219,8 @@ static int creation_connect_timeout_ms(const collie_config_t *config) {
   return ms > 0 ? ms : 60000;
 }
 
+#define REPORT_WINDOW_MS 5000
+
 /* A rank that fails before it reaches the bootstrap tells whoever waits for it
  * (collie_ctl_tell_join_failure): rank 0 answers on listen_fd, the id's listener or the
  * id's address. Closes listen_fd. */
@@ -231,7 +233,10 @@ static collie_result_t failed_before_joining(const collie_id_info_t *info, int r
     struct sockaddr_storage a = info->root;
     listen_fd = collie_listen_exact(&a);
   }
-  int64_t deadline = collie_now_ns() + (int64_t)creation_connect_timeout_ms(config) * 1000000;
+  /* Rank 0 may start later than this rank (a launcher's skew), but not by much: were it
+   * gone (failed too), this rank would wait the whole connect timeout to return its error. */
+  int ms = creation_connect_timeout_ms(config);
+  int64_t deadline = collie_now_ns() + (int64_t)(ms < REPORT_WINDOW_MS ? ms : REPORT_WINDOW_MS) * 1000000;
   collie_ctl_tell_join_failure(info, rank, nranks, listen_fd, -1, deadline, msg);
   if (listen_fd >= 0) close(listen_fd);
   collie_set_thread_error(msg);
