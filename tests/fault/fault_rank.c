@@ -711,6 +711,8 @@ static int threads(int n, void *(*fn)(void *)) {
   collie_result_t r = collie_comm_init_all(comms, n);
   if (r) return fail("init_all", r, NULL);
   return threads_on(comms, n, fn, NULL, 0);
+}
+
 static int early_destroy(void) {
   collie_comm_t *comm;
   int rank;
