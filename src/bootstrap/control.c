@@ -596,13 +596,15 @@ void collie_ctl_tell_creation_failure(collie_comm_t *comm, const char *msg) {
   collie_ctl_send_fail(comm, COLLIE_ERR_REMOTE, ft.text);
 }
 
-void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) {
+/* Sends a failure notice under send_lock; with `try`, not when another thread holds it. */
+static void send_fail(collie_comm_t *comm, collie_result_t res, const char *msg, bool try) {
   collie_control_t *c = comm->ctl;
   if (!c || comm->nranks == 1) return;
   fail_t ft = {res, comm->rank, ""};
   snprintf(ft.text, sizeof(ft.text), "%s", msg);
   int64_t dl = deadline_after_ms(1000);
-  pthread_mutex_lock(&c->send_lock);
+  if (!try) pthread_mutex_lock(&c->send_lock);
+  else if (pthread_mutex_trylock(&c->send_lock)) return;
   if (comm->rank == 0) {
     send_to_all(comm, COLLIE_CTL_FAIL, &ft, sizeof(ft), -1, dl);
   } else if (c->root_fd >= 0) {
@@ -610,6 +612,10 @@ void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *
   }
   pthread_mutex_unlock(&c->send_lock);
 }
+
+void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) { send_fail(comm, res, msg, false); }
+
+void collie_ctl_try_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) { send_fail(comm, res, msg, true); }
 
 static void signal_bye(collie_control_t *c) {
   pthread_mutex_lock(&c->m);

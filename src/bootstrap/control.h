@@ -80,6 +80,9 @@ void collie_ctl_tell_creation_failure(collie_comm_t *comm, const char *msg);
 collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm);
 /* Sends a failure notice (rank 0: to everyone; others: to rank 0, which relays). */
 void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);
+/* The same, best effort: nothing when another thread is sending (collie_comm_abort, which
+ * may run in a signal handler that interrupted that thread). */
+void collie_ctl_try_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);
 /* Destroy's handshake: returns once every rank said bye, the comm failed, or the deadline. */
 collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns);
 void collie_ctl_close(collie_comm_t *comm);

@@ -1,4 +1,5 @@
 /* Ending communicators: destroy (orderly, bounded by the timeout), abort (at once). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +193,15 @@ collie_result_t collie_comm_abort(collie_comm_t *comm) {
    * now returns at once, and it tears down and drops the handle: both doing it tore down
    * twice and freed the communicator under the destroy. */
   if (destroying) return COLLIE_SUCCESS;
+  /* The other ranks are told, best effort (not while another thread sends on the control
+   * channel): they reported that this rank "died or closed its connection without
+   * destroying the communicator". */
+  char msg[256];
+  snprintf(msg, sizeof(msg),
+           "rank %d aborted its communicator (collie_comm_abort); every rank now fails its pending and next "
+           "operations on it: destroy it, and create a new one to go on",
+           comm->rank);
+  collie_ctl_try_send_fail(comm, COLLIE_ERR_REMOTE, msg);
   /* Called from a signal handler that interrupted this thread inside the library, with the
    * lock held (or just taken, its owner not yet written): the teardown would wait for it
    * forever (it hung so, 9 times in 12 with an abort from SIGALRM during a loop of

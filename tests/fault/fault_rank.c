@@ -287,10 +287,11 @@ static void *abort_thread(void *p) {
            collie_get_error_string(rw));
     a->rc = !(ra == COLLIE_SUCCESS && rw == COLLIE_ERR_ABORTED && dt < 2);
   } else {
-    /* The aborted root's connection drops: our pending receive fails, naming it. */
+    /* The aborted root tells us: our pending receive fails, saying so (it said that rank 0
+     * "died or closed its connection without destroying the communicator"). */
     collie_result_t r = collie_recv(&x, 1, COLLIE_INT32, 0, a->comm);
     printf("rank 1: %s: %s\n", collie_get_error_string(r), collie_get_last_error(a->comm));
-    a->rc = !(r == COLLIE_ERR_REMOTE && strstr(collie_get_last_error(a->comm), "rank 0"));
+    a->rc = !(r == COLLIE_ERR_REMOTE && strstr(collie_get_last_error(a->comm), "rank 0 aborted its communicator"));
     collie_comm_destroy(a->comm);
   }
   return NULL;
