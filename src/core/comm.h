@@ -107,7 +107,6 @@ struct collie_comm {
   _Atomic int abort_deferred;
   _Atomic int refs;            /* the user's handle + outstanding requests */
   _Atomic int destroyed;
-  _Atomic int handle_gone;     /* collie_comm_destroy returned: the rank may still be departing */
 
   pthread_mutex_t err_lock;
   char last_error[1024];

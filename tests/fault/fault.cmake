@@ -42,10 +42,6 @@ set_tests_properties(fault_stale_handles PROPERTIES TIMEOUT 60 LABELS fault ENVI
 # A signal handler aborting a communicator that a thread is using (40 repetitions).
 add_test(NAME fault_signal_abort COMMAND ${FAULT_BIN} signal-abort)
 set_tests_properties(fault_signal_abort PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
-# Communicators destroyed in different orders on different ranks.
-add_test(NAME fault_destroy_order COMMAND ${FAULT_BIN} destroy-order)
-set_tests_properties(fault_destroy_order PROPERTIES TIMEOUT 60 LABELS fault
-                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=5")
 # Timeouts with a progress thread. Whichever thread finds one holds the lock when it fails
 # the communicator: these hung while the failure's wake-up took that lock. In exec-timeout and
 # shm-timeout the waiting thread or the progress thread may find it; in test-timeout only

@@ -25,7 +25,6 @@
  *                                       refused; two threads waiting for one request;
  *                                       an abort during a destroy is safe
  *   fault_rank signal-abort             a signal handler aborts a communicator in use
- *   fault_rank destroy-order            two ranks destroy 10 communicators in opposite orders
  *   fault_rank early-destroy            rank 1 destroys after one all-reduce while the others call a
  *                                       second (as a rank that gives up after an error would): each
  *                                       must fail (in either) within 5 s with COLLIE_ERR_REMOTE naming
@@ -586,31 +585,6 @@ static int signal_abort(void) {
   return rc;
 }
 
-/* Each of 2 ranks splits 10 communicators and destroys them, rank 0 in creation order,
- * rank 1 in reverse. Each destroy waited until the other rank destroyed the same one:
- * every destroy but the middle ones waited out COLLIE_EXEC_TIMEOUT (5 here: 25 s). */
-static void *destroy_order_thread(void *p) {
-  targ_t *a = p;
-  int rank;
-  collie_comm_rank(a->comm, &rank);
-  collie_comm_t *cs[10];
-  for (int i = 0; i < 10; i++)
-    if (collie_comm_split(a->comm, 0, rank, &cs[i])) {
-      a->rc = 1;
-      return NULL;
-    }
-  double t0 = now_s();
-  for (int k = 0; k < 10; k++)
-    if (collie_comm_destroy(cs[rank ? 9 - k : k])) a->rc = 1;
-  float x = 1, y = 0; /* the parent still works */
-  if (collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, a->comm) || y != 2.0f) a->rc = 1;
-  collie_comm_destroy(a->comm);
-  printf("rank %d: 10 communicators destroyed in %s order in %.1f s\n", rank, rank ? "reverse" : "creation",
-         now_s() - t0);
-  if (now_s() - t0 > 3) a->rc = 1;
-  return NULL;
-}
-
 /* The same with collie_comm_split: rank 0's thread A splits (rank 1 joins late), thread
  * B splits meanwhile. Two threads splitting one communicator at once had their exchanges
  * paired crosswise and got communicators of the wrong ranks (size 1 instead of 2) without
@@ -761,7 +735,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  if (argc == 2 && !strcmp(argv[1], "destroy-order")) return threads(2, destroy_order_thread);
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | destroy-order\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort\n");
   return 2;
 }
