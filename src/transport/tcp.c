@@ -337,9 +337,9 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
     int64_t left = (deadline - collie_now_ns()) / 1000000;
     if (left <= 0 || collie_socket_abandoned())
       return collie_error(comm, COLLIE_ERR_TIMEOUT,
-                          "rank %d timed out after %d ms waiting for %d TCP connections from higher ranks; "
+                          "rank %d timed out after %lld ms waiting for %d TCP connections from higher ranks; "
                           "a peer may have died or cannot reach %s%s",
-                          comm->rank, comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS, expected,
+                          comm->rank, (long long)comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS, expected,
                           collie_addr_str(&st->addr, a, sizeof(a)),
                           collie_addr_is_loopback(&st->addr) ? " (a loopback address, which ranks on other hosts "
                                                                "cannot reach: check COLLIE_SOCKET_IFNAME)"
