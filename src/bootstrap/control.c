@@ -189,7 +189,8 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
       fail_t *ft = &((join_fail_t *)pl)->fail;
       ft->text[sizeof(ft->text) - 1] = 0;
       collie_socket_close(fd);
-      res = fail_joined(comm, listen_fd, ft->code ? (collie_result_t)ft->code : COLLIE_ERR_REMOTE, "%s", ft->text);
+      /* Another rank's failure: COLLIE_ERR_REMOTE here and for the others, as at the barriers. */
+      res = fail_joined(comm, listen_fd, COLLIE_ERR_REMOTE, "%s", ft->text);
       free(pl);
       return res;
     }
@@ -262,7 +263,7 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
     struct sockaddr_storage ip = id->root;
     res = make_listener(comm, &ip);
     if (res) { /* the ranks already waiting hear why, instead of a dropped connection */
-      fail_t ft = {res, 0, ""};
+      fail_t ft = {COLLIE_ERR_REMOTE, 0, ""};
       snprintf(ft.text, sizeof(ft.text), "rank 0 failed while creating the communicator: %.900s", comm->last_error);
       tell_backlog(listen_fd, &ft);
       return res;

@@ -29,6 +29,10 @@ took=$(($(date +%s) - start))
 cat "$out"
 told=$(grep -c "found no free port in COLLIE_PORT_RANGE=$range on .* widen the range" "$out")
 [ "$told" = 3 ] || fail "$told of 3 ranks named the range that was too small"
+# Only the rank without a port had a system call fail; the others report a peer's failure.
+own=$(grep -c "init_env: system call failed: rank [0-9]* found no free port" "$out")
+relayed=$(grep -c "init_env: remote peer failed or closed its connection: .*rank [0-9]* failed while \(joining\|creating\)" "$out")
+[ "$own" = 1 ] && [ "$relayed" = 2 ] || fail "$own rank(s) returned COLLIE_ERR_SYSTEM for its own failure and $relayed COLLIE_ERR_REMOTE for it (want 1 and 2)"
 [ $took -le 10 ] || fail "the ranks took $took s (COLLIE_CONNECT_TIMEOUT=20)"
 COLLIE_TRANSPORT=tcp COLLIE_PORT_RANGE=$port-$((port + 5)) ranks || { cat "$out"; fail "6 ports were not enough for 3 ranks"; }
 echo "PASS: malformed ranges refused; a range one port short named by all 3 ranks after $took s; 6 ports enough"
