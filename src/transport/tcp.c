@@ -251,7 +251,7 @@ collie_result_t collie_tcp_listen(collie_comm_t *comm, const struct sockaddr_sto
     return collie_error(comm, COLLIE_ERR_SYSTEM,
                         "rank %d found no free port in COLLIE_PORT_RANGE=%d-%d on %s for transport connections: "
                         "other ranks or programs of this host use all %d; widen the range (every rank of a host "
-                        "needs a port of it)",
+                        "needs a port of it per communicator, and the unique id or split being created one more)",
                         comm->rank, lo, hi, a, hi - lo + 1);
   }
   if (st->listen_fd < 0) {
