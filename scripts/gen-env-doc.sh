@@ -29,8 +29,9 @@ the table, not this file.
 Each rank reads the variables of its own process, and most may differ between ranks. These
 may not: `COLLIE_ALGO`, `COLLIE_PROTO`, `COLLIE_TUNING_FILE` (its figures, wherever the file
 lies), `COLLIE_CHUNK_SIZE` (the size in effect), `COLLIE_TCP_NSOCKS` (between ranks that talk
-TCP), and `COLLIE_SHM_NSLOTS`, `COLLIE_SHM_SLOT_SIZE` and `COLLIE_SHM_COLL_SIZE` (among the ranks
-of one host). Rank 0 compares them when the ranks join; where two ranks differ, creation fails
+TCP), `COLLIE_SHM_NSLOTS` and `COLLIE_SHM_SLOT_SIZE` (among the ranks of one host that use shared
+memory), and `COLLIE_SHM_COLL_SIZE` (only when every rank shares one host: its area exists only
+then). Rank 0 compares them when the ranks join; where two ranks differ, creation fails
 on every rank with `COLLIE_ERR_INVALID_USAGE` and a sentence naming the variable, the two ranks
 and their values. Across hosts this usually means the variable was exported on one host only:
 `mpirun` passes it to the others with `-x NAME`.

@@ -24,6 +24,11 @@ int cr_open_rendezvous(struct cr_job *job) {
     fprintf(stderr, "collie-run: cannot create the rendezvous socket: %s.\n", strerror(errno));
     return -1;
   }
+  /* Rank 0 closes it with its first communicator; a later one binds the port again, which
+   * the first one's connections in TIME_WAIT forbid unless they, cloned from this socket,
+   * allow reuse. */
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof sa;

@@ -92,7 +92,7 @@ static fail_t creation_failure(int rank, const char *msg) {
 /* Rank 0's fds[r] for a rank that told it it failed before joining (-1: not joined yet). */
 #define FD_GAVE_UP -2
 
-static int64_t deadline_after_ms(int ms) { return collie_now_ns() + (int64_t)ms * 1000000; }
+static int64_t deadline_after_ms(int64_t ms) { return collie_now_ns() + (int64_t)ms * 1000000; }
 
 static collie_result_t alloc_control(collie_comm_t *comm) {
   collie_control_t *c = calloc(1, sizeof(*c));
@@ -399,9 +399,9 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
   }
   if (r == -2)
     return collie_error(comm, COLLIE_ERR_TIMEOUT,
-                        "rank %d timed out after %d ms waiting for the other ranks to join (rank 0 at %s "
+                        "rank %d timed out after %lld ms waiting for the other ranks to join (rank 0 at %s "
                         "answered but not everyone arrived)",
-                        comm->rank, comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS,
+                        comm->rank, (long long)comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS,
                         collie_addr_str(&id->root, a, sizeof(a)));
   if (r != 0)
     return collie_error(comm, COLLIE_ERR_REMOTE,
@@ -554,7 +554,8 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
   collie_control_t *c = comm->ctl;
   /* The other ranks may be in connects bounded by the connect timeout; rank 0 outlasts
    * them, and the others outlast rank 0, so that the sentence that says most wins. */
-  int64_t deadline = deadline_after_ms(comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS * (comm->rank == 0 ? 1 : 2));
+  int64_t deadline =
+      deadline_after_ms((int64_t)comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS * (comm->rank == 0 ? 1 : 2));
   frame_t f;
   void *pl = NULL;
   char failure[1100] = "";

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,11 +102,16 @@ static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, 
   collie_id_encode(&info, &id);
   int fd = -1;
   int inherited;
-  if (rank == 0 && env_int("COLLIE_ROOT_LISTEN_FD", &inherited) == 0) {
-    /* collie-run bound the port for us: adopt its socket (no race for the port). */
-    int type = 0;
-    socklen_t tl = sizeof(type);
-    if (getsockopt(inherited, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM) fd = inherited;
+  static atomic_flag adopted = ATOMIC_FLAG_INIT;
+  if (rank == 0 && env_int("COLLIE_ROOT_LISTEN_FD", &inherited) == 0 && !atomic_flag_test_and_set(&adopted)) {
+    /* collie-run bound the port for us: adopt its socket (no race for the port). Once: the
+     * first communicator closes it, and a later one found the number taken by whatever
+     * the program opened since (made nonblocking, waited on, closed); it binds the port
+     * itself (collie-run's socket has SO_REUSEADDR, so its old connections do not block
+     * that). */
+    int listening = 0;
+    socklen_t ll = sizeof(listening);
+    if (getsockopt(inherited, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) == 0 && listening) fd = inherited;
     if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
   if (rank == 0 && fd < 0 && size > 1 && named_loopback(addr, &info.root)) {

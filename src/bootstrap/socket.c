@@ -175,30 +175,28 @@ int collie_pick_local_addr(struct sockaddr_storage *out, char *err, size_t errle
 
 int collie_listen(struct sockaddr_storage *addr) {
   int lo, hi;
-  collie_param_port_range(&lo, &hi); /* validated at creation */
-  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  int ok = -1;
-  if (lo > 0 && hi >= lo) {
-    for (int p = lo; p <= hi && ok != 0; p++) {
-      collie_addr_set_port(addr, (uint16_t)p);
-      ok = bind(fd, (struct sockaddr *)addr, collie_addr_len(addr));
+  /* Validated at creation; before it (collie_get_unique_id) a malformed range is ignored. */
+  if (collie_param_port_range(&lo, &hi) <= 0) lo = hi = 0;
+  /* A fresh socket per port: two ranks of a host that bind one port at once (SO_REUSEADDR
+   * lets both) find out only at listen(), and the loser must go on to the next port. With
+   * one socket, bind could not be undone, and the rank failed with the range unused. */
+  int e = 0;
+  for (int p = lo; p <= hi; p++) {
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    collie_addr_set_port(addr, (uint16_t)p);
+    if (bind(fd, (struct sockaddr *)addr, collie_addr_len(addr)) == 0 && listen(fd, 1024) == 0) {
+      socklen_t len = sizeof(*addr);
+      getsockname(fd, (struct sockaddr *)addr, &len);
+      return fd;
     }
-  } else {
-    collie_addr_set_port(addr, 0);
-    ok = bind(fd, (struct sockaddr *)addr, collie_addr_len(addr));
-  }
-  if (ok != 0 || listen(fd, 1024) != 0) {
-    int e = errno;
+    e = errno;
     close(fd);
-    errno = e;
-    return -1;
   }
-  socklen_t len = sizeof(*addr);
-  getsockname(fd, (struct sockaddr *)addr, &len);
-  return fd;
+  errno = e;
+  return -1;
 }
 
 void collie_socket_tune(int fd) {

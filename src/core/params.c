@@ -19,10 +19,10 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_DEBUG_FILE] = {"COLLIE_DEBUG_FILE", COLLIE_PT_STRING, NULL,
                              "Write logs to this file instead of stderr; %h host, %p pid, %r rank."},
     [COLLIE_P_CONNECT_TIMEOUT] = {"COLLIE_CONNECT_TIMEOUT", COLLIE_PT_INT, "60",
-                                  "Seconds to wait for peers while creating a communicator.", "1-"},
+                                  "Seconds to wait for peers while creating a communicator.", "1-2147483"},
     [COLLIE_P_EXEC_TIMEOUT] = {"COLLIE_EXEC_TIMEOUT", COLLIE_PT_INT, "600",
                                "Seconds an operation may make no progress before it fails with "
-                               "COLLIE_ERR_TIMEOUT.", "1-"},
+                               "COLLIE_ERR_TIMEOUT.", "1-2147483"},
     [COLLIE_P_KEEPALIVE] = {"COLLIE_KEEPALIVE", COLLIE_PT_INT, "60",
                             "Seconds within which a rank whose host stopped answering (crashed, powered off, cut "
                             "off the network) is declared lost, by TCP keepalive probes on the control connections "
@@ -41,8 +41,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_HOST_ID] = {"COLLIE_HOST_ID", COLLIE_PT_STRING, NULL,
                           "Overrides host detection: ranks with the same id are on one host (tests)."},
     [COLLIE_P_PORT_RANGE] = {"COLLIE_PORT_RANGE", COLLIE_PT_STRING, NULL,
-                             "lo-hi: ports collie's listening sockets may use (each rank of a host needs one); default any free "
-                             "port. A malformed range fails communicator creation."},
+                             "lo-hi: ports collie's listening sockets may use: one per rank of a host and communicator, and "
+                             "one more on the host of a communicator's rank 0 while it is created (the unique id's, "
+                             "or a split's); default any free port. A malformed range fails communicator creation."},
     [COLLIE_P_TCP_NSOCKS] = {"COLLIE_TCP_NSOCKS", COLLIE_PT_INT, "2",
                              "TCP sockets per peer; large messages are striped across them.", "1-16"},
     [COLLIE_P_TCP_STRIPE_MIN] = {"COLLIE_TCP_STRIPE_MIN", COLLIE_PT_SIZE, "256K",

@@ -251,7 +251,7 @@ collie_result_t collie_tcp_listen(collie_comm_t *comm, const struct sockaddr_sto
     return collie_error(comm, COLLIE_ERR_SYSTEM,
                         "rank %d found no free port in COLLIE_PORT_RANGE=%d-%d on %s for transport connections: "
                         "other ranks or programs of this host use all %d; widen the range (every rank of a host "
-                        "needs a port of it)",
+                        "needs a port of it per communicator, and the unique id or split being created one more)",
                         comm->rank, lo, hi, a, hi - lo + 1);
   }
   if (st->listen_fd < 0) {
@@ -337,9 +337,9 @@ collie_result_t collie_tcp_connect(collie_comm_t *comm, const bool *use_tcp) {
     int64_t left = (deadline - collie_now_ns()) / 1000000;
     if (left <= 0 || collie_socket_abandoned())
       return collie_error(comm, COLLIE_ERR_TIMEOUT,
-                          "rank %d timed out after %d ms waiting for %d TCP connections from higher ranks; "
+                          "rank %d timed out after %lld ms waiting for %d TCP connections from higher ranks; "
                           "a peer may have died or cannot reach %s%s",
-                          comm->rank, comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS, expected,
+                          comm->rank, (long long)comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS, expected,
                           collie_addr_str(&st->addr, a, sizeof(a)),
                           collie_addr_is_loopback(&st->addr) ? " (a loopback address, which ranks on other hosts "
                                                                "cannot reach: check COLLIE_SOCKET_IFNAME)"

@@ -29,6 +29,16 @@ took=$(($(date +%s) - start))
 cat "$out"
 told=$(grep -c "found no free port in COLLIE_PORT_RANGE=$range on .* widen the range" "$out")
 [ "$told" = 3 ] || fail "$told of 3 ranks named the range that was too small"
+# Only the rank without a port had a system call fail; the others report a peer's failure.
+own=$(grep -c "init_env: system call failed: rank [0-9]* found no free port" "$out")
+relayed=$(grep -c "init_env: remote peer failed or closed its connection: .*rank [0-9]* failed while \(joining\|creating\)" "$out")
+[ "$own" = 1 ] && [ "$relayed" = 2 ] || fail "$own rank(s) returned COLLIE_ERR_SYSTEM for its own failure and $relayed COLLIE_ERR_REMOTE for it (want 1 and 2)"
 [ $took -le 10 ] || fail "the ranks took $took s (COLLIE_CONNECT_TIMEOUT=20)"
 COLLIE_TRANSPORT=tcp COLLIE_PORT_RANGE=$port-$((port + 5)) ranks || { cat "$out"; fail "6 ports were not enough for 3 ranks"; }
+# The unique id's socket takes a port of the range too: 2 ranks of collie_comm_init_all
+# need 3, and the sentence must say so (it said one per rank).
+threads() { COLLIE_TRANSPORT=tcp COLLIE_CONNECT_TIMEOUT=20 COLLIE_PORT_RANGE=$port-$1 timeout 60 "$check" --threads 2 --dtypes quick --coll allreduce >"$out" 2>&1; }
+threads $((port + 1)) && { cat "$out"; fail "2 threads over TCP ran with 2 ports (one was the unique id's)"; }
+grep -q "widen the range (every rank of a host needs a port of it per communicator, and the unique id or split being created one more)" "$out" || { cat "$out"; fail "the sentence did not count the unique id's port"; }
+threads $((port + 2)) || { cat "$out"; fail "3 ports were not enough for 2 threads"; }
 echo "PASS: malformed ranges refused; a range one port short named by all 3 ranks after $took s; 6 ports enough"

@@ -48,6 +48,16 @@ add_test(NAME big_message_tcp COMMAND big_message)
 set_tests_properties(big_message_shm PROPERTIES TIMEOUT 240 LABELS noasan RUN_SERIAL TRUE ENVIRONMENT "${COLLIE_TEST_ENV}")
 set_tests_properties(big_message_tcp PROPERTIES TIMEOUT 240 LABELS noasan RUN_SERIAL TRUE ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
 
+# A second collie_comm_init_env in one job under collie-run: the inherited listening socket
+# is adopted once, and the root port can be bound again (init_twice.c says why).
+add_executable(init_twice ${CMAKE_CURRENT_LIST_DIR}/init_twice.c)
+target_link_libraries(init_twice PRIVATE collie_static)
+foreach(n 2 3)
+  add_test(NAME collie_run_init_twice_${n} COMMAND ${RUN} -n ${n} --timeout 60 --grace 5 $<TARGET_FILE:init_twice>)
+  set_tests_properties(collie_run_init_twice_${n} PROPERTIES TIMEOUT 90
+                       ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_CONNECT_TIMEOUT=10")
+endforeach()
+
 # Two "hosts" on this machine (COLLIE_HOST_ID per rank pair): shared memory inside a pair,
 # TCP between pairs, in one communicator.
 add_test(NAME p2p_two_hosts_4 COMMAND ${RUN} -n 4 --timeout 120 sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK / 2)) exec ${P2P}")

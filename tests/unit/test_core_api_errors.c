@@ -1,6 +1,7 @@
 /* Public API errors that need no peer: a garbage unique id is refused at once (not waited
  * on) with a sentence; bad ranks, NULL pointers, another version's id, a malformed
- * COLLIE_* number; error strings, version, datatype and op names. */
+ * COLLIE_* number; error strings, version, datatype and op names; 2 ranks (threads) with
+ * the longest connect timeout. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -154,6 +155,32 @@ static void test_last_error_per_thread(collie_unique_id_t id) {
   EXPECT_STR(collie_get_last_error(NULL), mine);
 }
 
+/* The longest connect timeout a config can give works: the set-up waits that add
+ * COLLIE_SETUP_GRACE_MS to it overflowed an int, and 2 ranks failed at once with "rank 1
+ * did not answer in time". */
+static collie_unique_id_t long_id;
+static collie_result_t long_res[2];
+static char long_err[2][1024];
+static void *init_long_timeout(void *arg) {
+  const int rank = (int)(intptr_t)arg;
+  collie_config_t cfg = COLLIE_CONFIG_INIT;
+  cfg.connect_timeout_ms = INT32_MAX;
+  collie_comm_t *comm = NULL;
+  long_res[rank] = collie_comm_init_rank_config(&comm, 2, long_id, rank, &cfg);
+  snprintf(long_err[rank], sizeof(long_err[rank]), "%s", long_res[rank] ? collie_get_last_error(NULL) : "");
+  if (comm) collie_comm_destroy(comm);
+  return NULL;
+}
+
+static void test_longest_connect_timeout(void) {
+  EXPECT(collie_get_unique_id(&long_id) == COLLIE_SUCCESS);
+  pthread_t t[2];
+  for (intptr_t r = 0; r < 2; r++) pthread_create(&t[r], NULL, init_long_timeout, (void *)r);
+  for (int r = 0; r < 2; r++) pthread_join(t[r], NULL);
+  for (int r = 0; r < 2; r++)
+    EXPECTF(long_res[r] == COLLIE_SUCCESS, "rank %d with connect_timeout_ms=INT32_MAX: %s", r, long_err[r]);
+}
+
 /* collie_mem_alloc / collie_mem_free: usable memory, clear errors for misuse. */
 static void test_mem(void) {
   void *p = (void *)1;
@@ -198,5 +225,6 @@ int main(void) {
   test_strings();
   test_last_error_per_thread(id);
   test_mem();
+  test_longest_connect_timeout();
   return unit_summary("test_core_api_errors");
 }

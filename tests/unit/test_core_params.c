@@ -165,8 +165,11 @@ static void test_bounds(void) {
       {"COLLIE_SHM_NSLOTS", "1", "outside 2 to 4096"},
       {"COLLIE_SHM_SLOT_SIZE", "4K", NULL},        {"COLLIE_SHM_SLOT_SIZE", "4095", "outside 4K to 1G"},
       {"COLLIE_SHM_CMA", "3", "outside 0 to 2"},   {"COLLIE_SHM_DIRECT", "2", "outside 0 to 1"},
-      {"COLLIE_EXEC_TIMEOUT", "0", "below its least value, 1"},
+      {"COLLIE_EXEC_TIMEOUT", "0", "outside 1 to 2147483"},
       {"COLLIE_EXEC_TIMEOUT", "100000", NULL},     {"COLLIE_KEEPALIVE", "0", NULL},
+      /* Milliseconds in an int: 4294968 s wrapped to a 704 ms connect timeout. */
+      {"COLLIE_CONNECT_TIMEOUT", "2147483", NULL}, {"COLLIE_CONNECT_TIMEOUT", "4294968", "outside 1 to 2147483"},
+      {"COLLIE_EXEC_TIMEOUT", "2147484", "outside 1 to 2147483"},
       {"COLLIE_CHUNK_SIZE", "0", "below its least value, 1"},
       {"COLLIE_PORT_RANGE", "50000-50010", NULL},  {"COLLIE_PORT_RANGE", "50010-50000", "not a range of ports"},
       {"COLLIE_PORT_RANGE", "50000", "not a range of ports"},

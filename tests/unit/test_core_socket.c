@@ -1,11 +1,18 @@
-/* Socket helpers (src/bootstrap/socket.c): COLLIE_SOCKET_IFNAME filters in NCCL's syntax and
- * host:port parsing. */
+/* Socket helpers (src/bootstrap/socket.c): COLLIE_SOCKET_IFNAME filters in NCCL's syntax,
+ * host:port parsing, and collie_listen within COLLIE_PORT_RANGE when ranks listen at once. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bootstrap/socket.h"
+#include "core/params.h"
 #include "core_unit.h"
 
 static void test_ifname(void) {
@@ -114,9 +121,79 @@ static void test_hostport_bad(void) {
   EXPECT_CONTAINS(err, "host:70000");
 }
 
+/* Threads that call collie_listen at once, as the ranks of a host do, each get a port of a
+ * range with room for all: two that bound one port (SO_REUSEADDR lets both) failed at
+ * listen() with EADDRINUSE and gave up with the rest of the range free. */
+#define LISTENERS 8
+#define RANGE 16
+static pthread_barrier_t listen_start;
+static int listen_fd[LISTENERS], listen_err[LISTENERS];
+
+static void *listen_at_once(void *arg) {
+  const int i = (int)(intptr_t)arg;
+  struct sockaddr_storage a;
+  memset(&a, 0, sizeof(a));
+  ((struct sockaddr_in *)&a)->sin_family = AF_INET;
+  ((struct sockaddr_in *)&a)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  pthread_barrier_wait(&listen_start);
+  listen_fd[i] = collie_listen(&a);
+  listen_err[i] = errno;
+  return NULL;
+}
+
+/* RANGE ports in a row that are free now, picked by the kernel (no fixed port): 0 if none. */
+static int free_range(void) {
+  for (int tries = 0; tries < 100; tries++) {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) != 0 || getsockname(s, (struct sockaddr *)&a, &len)) {
+      if (s >= 0) close(s);
+      continue;
+    }
+    close(s);
+    int base = ntohs(a.sin_port), ok = base + RANGE - 1 <= 65535;
+    for (int p = base; ok && p < base + RANGE; p++) {
+      int t = socket(AF_INET, SOCK_STREAM, 0);
+      a.sin_port = htons((uint16_t)p);
+      ok = t >= 0 && bind(t, (struct sockaddr *)&a, sizeof(a)) == 0;
+      if (t >= 0) close(t);
+    }
+    if (ok) return base;
+  }
+  return 0;
+}
+
+static void test_listen_at_once(void) {
+  int base = free_range();
+  EXPECTF(base > 0, "found no %d free ports in a row", RANGE);
+  if (!base) return;
+  char range[32];
+  snprintf(range, sizeof(range), "%d-%d", base, base + RANGE - 1);
+  setenv("COLLIE_PORT_RANGE", range, 1);
+  collie_params_reload();
+  pthread_barrier_init(&listen_start, NULL, LISTENERS);
+  int failed = 0;
+  for (int round = 0; round < 300 && !failed; round++) {
+    pthread_t t[LISTENERS];
+    for (intptr_t i = 0; i < LISTENERS; i++) pthread_create(&t[i], NULL, listen_at_once, (void *)i);
+    for (int i = 0; i < LISTENERS; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < LISTENERS; i++) {
+      if (listen_fd[i] < 0 && !failed++)
+        EXPECTF(0, "round %d: %d threads, %d ports (%s): a listen failed: %s", round, LISTENERS, RANGE, range,
+                strerror(listen_err[i]));
+      if (listen_fd[i] >= 0) close(listen_fd[i]);
+    }
+  }
+  pthread_barrier_destroy(&listen_start);
+  unsetenv("COLLIE_PORT_RANGE");
+  collie_params_reload();
+}
+
 int main(void) {
   test_ifname();
   test_hostport_good();
   test_hostport_bad();
+  test_listen_at_once();
   return unit_summary("test_core_socket");
 }
