@@ -258,8 +258,6 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
                         "collie_comm_init_rank_config: config->struct_size is %zu; initialise the config "
                         "with COLLIE_CONFIG_INIT",
                         config->struct_size);
-  if (collie_params_validate(msg, sizeof(msg)) != 0 || collie_log_check_subsys(msg, sizeof(msg)) != 0)
-    return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "rank %d: %s", rank, msg);
   collie_id_info_t info;
   int d = collie_id_decode(&id, &info);
   if (d == -1)
@@ -272,6 +270,11 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
                         "rank %d: the unique id was made by collie version %u but this is version %d; every "
                         "rank must use the same collie version",
                         rank, info.version, COLLIE_VERSION_CODE);
+  /* After the id, so that a value refused on some ranks only (a variable exported on one
+   * host) reaches the others: they waited out COLLIE_CONNECT_TIMEOUT ("missing: 2"). */
+  if (collie_params_validate(msg, sizeof(msg)) != 0 || collie_log_check_subsys(msg, sizeof(msg)) != 0)
+    return failed_before_joining(&info, rank, nranks, config,
+                                 collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "rank %d: %s", rank, msg), listen_fd);
 
   collie_comm_t *comm = calloc(1, sizeof(*comm));
   if (!comm)

@@ -65,6 +65,17 @@ refused 2 COLLIE_TCP_NSOCKS "ranks 0 and 1" "COLLIE_TRANSPORT=tcp" "COLLIE_TRANS
 # Two hosts (as COLLIE_HOST_ID says): the shared-memory sizes must agree within a host only.
 refused 4 COLLIE_SHM_NSLOTS "ranks 2 and 3" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=b COLLIE_SHM_NSLOTS=4" "COLLIE_HOST_ID=b"
 refused 3 COLLIE_SHM_SLOT_SIZE "ranks 0 and 1" "" "COLLIE_SHM_SLOT_SIZE=64K"
+# A value refused on one rank only (exported on one host): every rank must give its
+# sentence at once; the others waited out COLLIE_CONNECT_TIMEOUT ("missing: 2").
+for who in 0 2; do
+  envs=("" "" "")
+  envs[$who]="COLLIE_TCP_NSOCKS=99"
+  job 3 "${envs[@]}"
+  echo "== COLLIE_TCP_NSOCKS=99 on rank $who only: exit $rc after $took s"
+  told=$(grep -c "rank $who: COLLIE_TCP_NSOCKS='99' is outside 1 to 16" "$dir/out")
+  [ "$told" = 3 ] || { cat "$dir/out"; fail "$told of 3 ranks gave rank $who's sentence about COLLIE_TCP_NSOCKS=99"; }
+  (($(echo "$took < 10" | bc))) || fail "the refusal took $took s"
+done
 works "another COLLIE_SHM_NSLOTS on the second host" 4 "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=b COLLIE_SHM_NSLOTS=4" "COLLIE_HOST_ID=b COLLIE_SHM_NSLOTS=4"
 works "another COLLIE_SHM_COLL_SIZE on the second host (no host has every rank: no area)" 4 "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=b COLLIE_SHM_COLL_SIZE=0" "COLLIE_HOST_ID=b COLLIE_SHM_COLL_SIZE=0"
 works "COLLIE_TCP_NSOCKS on one rank, one host, shared memory" 3 "" "COLLIE_TCP_NSOCKS=3"
