@@ -111,7 +111,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   const collie_algo_t *chosen = NULL;
   collie_sched_t *s = NULL;
   int *users = NULL;
-  bool cached = false, native = false;
+  bool cached = false, native = false, relocked = false;
   static collie_sched_t no_steps; /* what a shared-memory collective's op carries */
   collie_lock(&comm->lock);
   collie_result_t res = usable_locked(comm, fn);
@@ -126,10 +126,11 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     chosen = comm->native_memo.algo;
     native = cached = true;
     s = &no_steps;
-  } else {
+  } else { /* the lock is given back meanwhile: usable_locked looks again before posting */
     collie_unlock(&comm->lock);
     n = collie_tune_candidates(comm, args->coll, call->bytes, cands, 16, &forced);
     collie_lock(&comm->lock);
+    relocked = true;
   }
   bool no_memory = false;
   for (int i = 0; i < n && !chosen && !no_memory; i++) {
@@ -213,7 +214,9 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     op->avg_buf = call->avg_buf;
     op->avg_count = call->avg_count;
   }
-  res = usable_locked(comm, fn);
+  /* Only after the lock was given back: on the memoized path it was held since the check
+   * above, and the smallest calls paid for the second look. */
+  if (relocked) res = usable_locked(comm, fn);
   if (res) {
     op->temp = NULL; /* not taken: the caller still owns it and gives it back */
     collie_op_discard(op);
