@@ -474,6 +474,17 @@ bool collie_ctl_setup_failed(void *arg) {
 /* Rank 0's side of the barrier: every other rank's frame, in the order they come, so that
  * a failure is passed on at once even while some ranks are still connecting (they give up
  * when it arrives: collie_ctl_setup_failed). Fills failure, empty when all are fine. */
+/* Rank 0 passes a rank's failure on: to the others first, to that rank last. Its answer
+ * lets the failing rank remove the peers' shared-memory segments (collie_ctl_barrier);
+ * told first, it removed one that a rank still opening found gone before rank 0 had told
+ * that rank why, and it reported "No such file" instead (fault_alloc_fail_tuned failed so
+ * once in a clean clone). */
+static void relay_failure(collie_comm_t *comm, const fail_t *ft, int origin, int64_t deadline) {
+  send_to_all(comm, COLLIE_CTL_FAIL, ft, sizeof(*ft), origin, deadline);
+  if (origin > 0 && comm->ctl->fds[origin] >= 0)
+    send_frame(comm->ctl->fds[origin], COLLIE_CTL_FAIL, 0, ft, sizeof(*ft), deadline);
+}
+
 static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char *failure, size_t flen,
                                 int64_t deadline, bool *own) {
   collie_control_t *c = comm->ctl;
@@ -483,6 +494,7 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
   int *who = calloc((size_t)n, sizeof(int));
   fail_t ft = {COLLIE_ERR_REMOTE, 0, ""};
   bool told = false;
+  int origin = -1; /* the rank whose frame brought the failure */
   if (my_error) snprintf(failure, flen, "rank 0 failed while creating the communicator: %.900s", my_error);
   if (!got || !p || !who) {
     if (!failure[0]) {
@@ -495,7 +507,7 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
   while (heard < n) {
     if (failure[0] && !told) { /* tell everyone now, then let the others' frames drain */
       snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
-      send_to_all(comm, COLLIE_CTL_FAIL, &ft, sizeof(ft), -1, deadline);
+      relay_failure(comm, &ft, origin, deadline);
       told = true;
       int64_t drain = deadline_after_ms(2000);
       if (drain < deadline) deadline = drain;
@@ -534,15 +546,17 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
       else if (!failure[0] && got_frame != 0)
         snprintf(failure, flen, "rank %d %s while the communicator was being created", r,
                  got_frame == -2 ? "did not answer in time" : "closed its connection");
-      else if (!failure[0] && f.type == COLLIE_CTL_FAIL)
+      else if (!failure[0] && f.type == COLLIE_CTL_FAIL) {
         snprintf(failure, flen, "%s", ((fail_t *)pl)->text);
+        origin = r;
+      }
       free(pl);
     }
   }
   if (!told) {
     snprintf(ft.text, sizeof(ft.text), "%.1000s", failure);
-    send_to_all(comm, failure[0] ? COLLIE_CTL_FAIL : COLLIE_CTL_RELEASE, &ft, failure[0] ? (uint32_t)sizeof(ft) : 0,
-                -1, deadline_after_ms(comm->connect_timeout_ms));
+    if (failure[0]) relay_failure(comm, &ft, origin, deadline_after_ms(comm->connect_timeout_ms));
+    else send_to_all(comm, COLLIE_CTL_RELEASE, &ft, 0, -1, deadline_after_ms(comm->connect_timeout_ms));
   }
   free(got);
   free(p);
