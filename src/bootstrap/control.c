@@ -630,6 +630,19 @@ static void send_fail(collie_comm_t *comm, collie_result_t res, const char *msg,
 
 void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) { send_fail(comm, res, msg, false); }
 
+void collie_ctl_report_stall(collie_comm_t *comm, const collie_wire_hdr_t *call) {
+  collie_control_t *c = comm->ctl;
+  if (!c || comm->nranks == 1) return;
+  if (comm->rank == 0) {
+    collie_ctl_note_stall(comm, 0, call);
+    return;
+  }
+  pthread_mutex_lock(&c->send_lock);
+  if (c->root_fd >= 0)
+    send_frame(c->root_fd, COLLIE_CTL_STALL, comm->rank, call, sizeof(*call), deadline_after_ms(1000));
+  pthread_mutex_unlock(&c->send_lock);
+}
+
 void collie_ctl_try_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) { send_fail(comm, res, msg, true); }
 
 static void signal_bye(collie_control_t *c) {
@@ -733,6 +746,8 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
   } else if (f.type == COLLIE_CTL_LEFT && comm->rank != 0 && f.len == sizeof(left_t)) {
     left_t *l = pl;
     if (l->rank >= 0 && l->rank < comm->nranks) collie_comm_peer_left(comm, l->rank, l->issued);
+  } else if (f.type == COLLIE_CTL_STALL && comm->rank == 0 && f.len == sizeof(collie_wire_hdr_t)) {
+    collie_ctl_note_stall(comm, from, pl);
   } else if (f.type == COLLIE_CTL_BYE_ACK && comm->rank != 0) {
     signal_bye(c);
   }
@@ -858,6 +873,7 @@ void collie_ctl_close(collie_comm_t *comm) {
       if (c->fds[r] >= 0) collie_socket_close(c->fds[r]);
   free(c->fds);
   free(c->said_bye);
+  free(c->stalls);
   free(c->wd_poll);
   free(c->wd_who);
   pthread_mutex_destroy(&c->send_lock);

@@ -25,7 +25,8 @@ enum {
   COLLIE_CTL_BYE,
   COLLIE_CTL_BYE_ACK,
   COLLIE_CTL_JOIN_FAIL, /* instead of a greeting: this rank failed before it could join */
-  COLLIE_CTL_LEFT       /* rank 0 to the others: a rank said goodbye after N collectives */
+  COLLIE_CTL_LEFT,      /* rank 0 to the others: a rank said goodbye after N collectives */
+  COLLIE_CTL_STALL      /* to rank 0: this rank's oldest collective made no progress for a while (stall.c) */
 };
 
 typedef struct collie_control {
@@ -44,6 +45,7 @@ typedef struct collie_control {
   bool bye_done;        /* the departure handshake finished */
   int64_t setup_checked_ns; /* collie_ctl_setup_failed: when it last looked */
   bool setup_failure_seen;  /* ... and whether it saw a failure (which stays) */
+  collie_wire_hdr_t *stalls; /* rank 0, under m: each rank's last stalled call (stall.c); NULL until one */
 } collie_control_t;
 
 /* Rank 0: accepts every rank on listen_fd, checks secrets, exchanges cards. Others:
@@ -80,6 +82,12 @@ void collie_ctl_tell_creation_failure(collie_comm_t *comm, const char *msg);
 collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm);
 /* Sends a failure notice (rank 0: to everyone; others: to rank 0, which relays). */
 void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);
+/* This rank's oldest pending collective has made no progress for a while: its call goes to
+ * rank 0, which compares it with the other stalled ranks' (stall.c). */
+void collie_ctl_report_stall(collie_comm_t *comm, const collie_wire_hdr_t *call);
+/* Rank 0: rank `from` is stalled in `call`. Two ranks stalled in the same operation
+ * number with different calls fail the communicator with COLLIE_ERR_MISMATCH. */
+void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_wire_hdr_t *call);
 /* The same, best effort: nothing when another thread is sending (collie_comm_abort, which
  * may run in a signal handler that interrupted that thread). */
 void collie_ctl_try_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);

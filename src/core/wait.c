@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bootstrap/control.h"
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
@@ -19,6 +20,31 @@
 #include "sched/executor.h"
 #include "transport/shm.h"
 #include "transport/tcp.h"
+
+/* After this long without progress (or half the exec timeout, if shorter) a rank tells
+ * rank 0 which collective it is stuck in, so that calls that disagree without any message
+ * showing it fail as a mismatch now (bootstrap/stall.c) instead of at the exec timeout. */
+enum { STALL_REPORT_MS = 2000 };
+
+/* Under comm->lock: reports the oldest pending collective once (point-to-point operations
+ * carry no operation number to compare). */
+static void report_stall(collie_comm_t *comm) {
+  const collie_op_t *op = comm->ops;
+  while (op && (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV)) op = op->next;
+  if (!op || op->seq == comm->stall_reported_seq) return;
+  comm->stall_reported_seq = op->seq;
+  collie_wire_hdr_t call;
+  memset(&call, 0, sizeof(call));
+  call.magic = COLLIE_WIRE_MAGIC;
+  call.coll = (uint8_t)op->coll;
+  call.dtype = (uint8_t)op->dt;
+  call.redop = (uint8_t)op->redop;
+  call.root = op->root;
+  call.src_rank = comm->rank;
+  call.seq = op->seq;
+  call.count = op->count;
+  collie_ctl_report_stall(comm, &call);
+}
 
 /* Under comm->lock: fail the communicator when nothing moved for exec_timeout. Progress
  * only counts (comm->progress_count); the clock is read every 64th idle check, or at
@@ -39,6 +65,8 @@ static void check_timeout(collie_comm_t *comm, bool timed) {
     return;
   }
   int64_t idle = now - comm->last_progress_ns;
+  const int report_ms = comm->exec_timeout_ms / 2 < STALL_REPORT_MS ? comm->exec_timeout_ms / 2 : STALL_REPORT_MS;
+  if (idle >= (int64_t)report_ms * 1000000) report_stall(comm);
   if (idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
   char what[512];
   collie_describe_wait(comm, what, sizeof(what));

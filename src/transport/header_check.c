@@ -16,6 +16,11 @@ static bool is_rooted(int coll) {
          coll == COLLIE_COLL_GATHER;
 }
 
+bool collie_wire_same_call(const collie_wire_hdr_t *a, const collie_wire_hdr_t *b) {
+  return a->coll == b->coll && a->dtype == b->dtype && a->count == b->count &&
+         (!is_reduction(a->coll) || a->redop == b->redop) && (!is_rooted(a->coll) || a->root == b->root);
+}
+
 /* "allreduce(count=1000, float32, sum)" */
 static const char *describe(const collie_wire_hdr_t *h, char *buf, size_t len) {
   int n = snprintf(buf, len, "%s(", collie_coll_name((collie_coll_t)h->coll));
@@ -26,6 +31,10 @@ static const char *describe(const collie_wire_hdr_t *h, char *buf, size_t len) {
   if (is_rooted(h->coll)) n += snprintf(buf + n, len - (size_t)n, ", root=%d", h->root);
   snprintf(buf + n, len - (size_t)n, ")");
   return buf;
+}
+
+const char *collie_wire_describe_call(const collie_wire_hdr_t *h, char *buf, size_t len) {
+  return describe(h, buf, len);
 }
 
 int collie_xfer_check_header(collie_comm_t *comm, collie_peer_t *peer, collie_xfer_t *x, const collie_wire_hdr_t *got) {
@@ -39,11 +48,7 @@ int collie_xfer_check_header(collie_comm_t *comm, collie_peer_t *peer, collie_xf
                      comm->rank, pd);
     return -1;
   }
-  bool same = got->coll == want->coll && got->dtype == want->dtype && got->count == want->count &&
-              got->seq == want->seq && got->nbytes == want->nbytes &&
-              (!is_reduction(want->coll) || got->redop == want->redop) &&
-              (!is_rooted(want->coll) || got->root == want->root);
-  if (same) return 0;
+  if (collie_wire_same_call(got, want) && got->seq == want->seq && got->nbytes == want->nbytes) return 0;
   if (want->coll == COLLIE_COLL_SEND && got->coll == COLLIE_COLL_SEND) {
     collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
                      "rank %d sent %llu elements of %s (%llu bytes) to rank %d while rank %d expected to receive "

@@ -69,6 +69,12 @@ static inline void collie_xfer_deliver(collie_xfer_t *x, uint64_t off, const voi
   else collie_copy(x->rbuf + off, src, len, x->stream && !staged);
 }
 
+/* Whether two fingerprints describe the same call: collective, datatype, count, and the
+ * reduction and root where the collective has them (not the sequence number). */
+bool collie_wire_same_call(const collie_wire_hdr_t *a, const collie_wire_hdr_t *b);
+/* "allreduce(count=1000, float32, sum)": the call a fingerprint describes. */
+const char *collie_wire_describe_call(const collie_wire_hdr_t *h, char *buf, size_t len);
+
 /* Checks a received header against the expected one; on mismatch fails the communicator
  * with a sentence that shows both sides and returns -1. */
 int collie_xfer_check_header(struct collie_comm *comm, struct collie_peer *peer, collie_xfer_t *x,

@@ -164,6 +164,11 @@ set_tests_properties(coll_algo_mixed_4 PROPERTIES TIMEOUT 300 LABELS coll ENVIRO
 add_test(NAME coll_mismatch_4 COMMAND ${COLL_RUN} -n 4 --timeout 100 ${COLL_CHECK} --mismatch)
 set_tests_properties(coll_mismatch_4 PROPERTIES TIMEOUT 120 LABELS coll
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30")
+# Two processes, automatic choice: a 4 MiB broadcast whose two ranks both believe they are
+# its root goes as messages, and each waits for the other to receive (bootstrap/stall.c).
+add_test(NAME coll_mismatch_2 COMMAND ${COLL_RUN} -n 2 --timeout 100 ${COLL_CHECK} --mismatch)
+set_tests_properties(coll_mismatch_2 PROPERTIES TIMEOUT 120 LABELS coll
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=30")
 # The same with the ranks as threads of one process.
 add_test(NAME coll_mismatch_threads_4 COMMAND ${COLL_CHECK} --threads 4 --mismatch)
 set_tests_properties(coll_mismatch_threads_4 PROPERTIES TIMEOUT 120 LABELS coll

@@ -36,8 +36,8 @@
  * --mismatch: rank 0 calls allreduce with count 1000, the others with 1024; every rank must
  * get COLLIE_ERR_MISMATCH naming allreduce (and, where the rank saw the counts, both
  * counts); then a datatype mismatch on a second communicator, counts that differ on
- * two more, alltoallv counts arrays that disagree; then a healthy communicator must still
- * work.
+ * two more, alltoallv counts arrays that disagree, a broadcast, a reduce and a large
+ * broadcast whose ranks disagree on the root; then a healthy communicator must still work.
  *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
@@ -1184,6 +1184,44 @@ static void run_mismatch(ctx_t *x) {
            "40 and 48 bytes and naming sendcounts (last error: %s)", collie_get_error_string(r), msg ? msg : "(none)");
   }
   collie_comm_destroy(vc);
+
+  /* 2e. roots that disagree: rank 1 believes it is the root, the others name rank 0. A small
+   * broadcast (its root waits for nobody: both roots once returned success, rank 1 with
+   * its own data), a small reduce (whose trees never exchange a message that shows it:
+   * it waited until the exec timeout) and a broadcast of 4 MiB (each root waits for the
+   * other to receive). Every rank must get COLLIE_ERR_MISMATCH, from the call or from a
+   * barrier after it (a rank that received the right data may finish first), naming both
+   * roots, well before the exec timeout (20 s in these tests). */
+  for (int c = 0; c < 3 && x->n > 1; c++) {
+    collie_comm_t *rc;
+    if ((r = collie_comm_split(healthy, 0, x->rank, &rc))) {
+      api_failed(x, NULL, "collie_comm_split", r);
+      break;
+    }
+    const int root = x->rank == 1 ? 1 : 0;
+    const size_t big = (size_t)1 << 20;
+    float *bb = c == 2 ? calloc(big, sizeof(float)) : NULL;
+    if (c == 2 && !bb) exit(2);
+    const char *what = c == 0 ? "broadcast of 16 elements" : c == 1 ? "reduce of 16 elements" : "broadcast of 4 MiB";
+    double t0 = now_s();
+    r = c == 0   ? collie_broadcast(sb, sb, 16, COLLIE_FLOAT32, root, rc)
+        : c == 1 ? collie_reduce(sb, rb, 16, COLLIE_FLOAT32, COLLIE_SUM, root, rc)
+                 : collie_broadcast(bb, bb, big, COLLIE_FLOAT32, root, rc);
+    if (!r) r = collie_barrier(rc);
+    double dt = now_s() - t0;
+    msg = collie_get_last_error(rc);
+    x->cases++;
+    if (r != COLLIE_ERR_MISMATCH || !contains(msg, "root=0") || !contains(msg, "root=1") || dt > 10) {
+      x->failed++;
+      say(x, "MISMATCH mismatch: a %s with roots that disagree returned %s after %.1f s, expected "
+             "COLLIE_ERR_MISMATCH naming root=0 and root=1 within 10 s (last error: %s)",
+          what, collie_get_error_string(r), dt, msg ? msg : "(none)");
+    } else if (opt.verbose || x->rank == 0) {
+      say(x, "expected mismatch error after %.1f s (%s): %s", dt, what, msg);
+    }
+    free(bb);
+    collie_comm_destroy(rc);
+  }
 
   /* 3. a communicator that took no part is still healthy; at least one rank saw both counts */
   int flags[2] = {has_both, has_both}, res[2] = {0, 0};

@@ -298,6 +298,38 @@ static uint64_t *call_key_slot(collie_shm_area_t *a, const collie_op_t *op, uint
   return op->nat_inline ? a->inl[inl_slot(g)].key : a->line.key[g & 1];
 }
 
+/* Fails the communicator with a sentence that compares this rank's call of round g with
+ * rank r's (their fingerprints differ). -1, or 0 if they turn out alike. */
+static int explain_mismatch(collie_comm_t *comm, uint64_t g, int r) {
+  collie_xfer_t want;
+  memset(&want, 0, sizeof(want));
+  want.hdr = shm_area_of(comm, comm->rank)->sig[inl_slot(g)];
+  want.hdr.src_rank = r;
+  return collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[inl_slot(g)]) < 0 ? -1 : 0;
+}
+
+/* A broadcast's root meets nobody (must_meet), so a second rank that believes it is the
+ * root of the same call would go unseen: each would return success with its own data
+ * (2 ranks, roots 0 and 1: both did, until this check). Each root claims the call in its
+ * area (advance), then looks for another rank's claim. Of two such roots, the one that
+ * claims second sees the first's claim: each fences between its claim and its reads
+ * (Dekker), and a claim stays until every rank has finished the round, since its slot is
+ * reused only COLLIE_SHM_INLINE_SLOTS rounds later (done_known). The receivers compare
+ * their call with the root's they name, so together every difference of roots is seen
+ * by someone. The single-copy path meets everyone instead. */
+static bool claims_root(const collie_comm_t *comm, const collie_op_t *op) {
+  return op->coll == COLLIE_COLL_BROADCAST && comm->rank == op->root && !op->nat_may_direct;
+}
+
+static int check_root_claims(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
+  atomic_thread_fence(memory_order_seq_cst);
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank &&
+        atomic_load_explicit(&shm_area_of(comm, r)->root_claim[inl_slot(g)], memory_order_acquire) == op->seq)
+      return explain_mismatch(comm, g, r);
+  return 0;
+}
+
 /* The first round of an operation: the ranks this one must meet have entered it, with the
  * same call (their keys match; on a difference the full fingerprints say how). */
 static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
@@ -308,12 +340,9 @@ static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
     if (!must_meet(comm, op, r)) continue;
     const uint64_t *theirs = call_key_slot(shm_area_of(comm, r), op, g);
     if (theirs[0] == mine[0] && theirs[1] == mine[1]) continue;
-    collie_xfer_t want;
-    memset(&want, 0, sizeof(want));
-    want.hdr = shm_area_of(comm, comm->rank)->sig[inl_slot(g)];
-    want.hdr.src_rank = r;
-    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[inl_slot(g)]) < 0) return -1;
+    if (explain_mismatch(comm, g, r) < 0) return -1;
   }
+  if (claims_root(comm, op) && check_root_claims(comm, op, g) < 0) return -1;
   op->nat_checked = true;
   return 1;
 }
@@ -380,6 +409,8 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
       op->nat_unstaged = false;
       if (!op->nat_checked) {
         sign(comm, op, g);
+        if (claims_root(comm, op)) /* after its fingerprint, which explains a second claim */
+          atomic_store_explicit(&shm_area_of(comm, comm->rank)->root_claim[inl_slot(g)], op->seq, memory_order_release);
         op->nat_unstaged = op->nat_may_direct && collie_direct_publish(comm, op, g);
       }
       if (!op->nat_unstaged) stage(comm, op, g, k);
