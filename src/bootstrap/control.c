@@ -2,6 +2,7 @@
 #include "bootstrap/control.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,10 @@ typedef struct {
   collie_card_t card;
   collie_settings_t settings;
 } hello_t;
+
+/* What every build's greeting starts with (see the check in root_accept_all). */
+#define HELLO_HEAD (offsetof(hello_t, card) + sizeof(int32_t))
+_Static_assert(offsetof(collie_card_t, rank) == 0, "the card's rank leads the greeting's variable part");
 
 typedef struct {
   int32_t code, origin;
@@ -202,7 +207,10 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
       free(pl);
       return res;
     }
-    if (r != 0 || f.type != COLLIE_CTL_HELLO || f.len != sizeof(hello_t)) why = "it sent no collie greeting";
+    /* The secret, nranks, version and the card's rank lead every build's greeting, so a
+     * process of another build, whose greeting grew or shrank, is told so (below) rather
+     * than dropped as a stranger and left waiting for the connect timeout. */
+    if (r != 0 || f.type != COLLIE_CTL_HELLO || f.len < HELLO_HEAD) why = "it sent no collie greeting";
     else if (memcmp(h->secret, id->secret, 16) != 0) why = "it did not present this communicator's secret";
     if (why) {
       COLLIE_WARN(COLLIE_SUB_BOOTSTRAP, 0, "dropped a connection from %s to the bootstrap port: %s",
@@ -218,6 +226,12 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
                "rank %d runs collie version %u but rank 0 runs %d: every rank must use the same collie "
                "version",
                h->card.rank, h->version, COLLIE_VERSION_CODE);
+    else if (f.len != sizeof(hello_t))
+      snprintf(msg, sizeof(msg),
+               "rank %d greeted rank 0 with %u bytes where this build of collie %d.%d.%d sends %zu: the two run "
+               "different builds of the same version (their settings or cards differ in layout); every rank must "
+               "run the same build of collie: rebuild or reinstall it on every host",
+               h->card.rank, f.len, COLLIE_VERSION_MAJOR, COLLIE_VERSION_MINOR, COLLIE_VERSION_PATCH, sizeof(hello_t));
     else if (h->nranks != comm->nranks)
       snprintf(msg, sizeof(msg), "rank %d was created with nranks=%d but rank 0 with nranks=%d", h->card.rank,
                h->nranks, comm->nranks);

@@ -13,6 +13,12 @@ add_test(NAME fault_exec_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} exec-time
 add_test(NAME fault_test_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} test-timeout)
 add_test(NAME fault_connect_timeout COMMAND bash ${FAULT_SH} ${FAULT_BIN} connect-timeout)
 add_test(NAME fault_junk_on_bootstrap COMMAND bash ${FAULT_SH} ${FAULT_BIN} junk)
+# A rank of another build of the same version (a greeting of another size).
+add_executable(other_build_rank ${CMAKE_CURRENT_LIST_DIR}/other_build_rank.c)
+target_link_libraries(other_build_rank PRIVATE collie_static)
+target_include_directories(other_build_rank PRIVATE ${PROJECT_SOURCE_DIR}/src)
+add_test(NAME fault_other_build COMMAND bash ${FAULT_SH} ${FAULT_BIN} other-build $<TARGET_FILE:other_build_rank>)
+set_tests_properties(fault_other_build PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 add_test(NAME fault_slow_destroy COMMAND bash ${FAULT_SH} ${FAULT_BIN} slow-destroy)
 add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
 # A rank that gives up (destroys) while the others wait for it in a later collective: they

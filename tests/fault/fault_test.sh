@@ -6,9 +6,11 @@
 #     forked: the victim first forks a child that outlives it, holding copies of its
 #     descriptors (as a data-loader worker does)
 #   fault_test.sh BIN exec-timeout | test-timeout | connect-timeout | junk | slow-destroy
+#   fault_test.sh BIN other-build OTHER_BUILD_BIN
 set -u
 bin=$1
 scenario=$2
+other_build=${3:-}
 shift 2
 dir=$(mktemp -d)
 pids=()
@@ -123,6 +125,25 @@ junk)
   grep -q "dropped a connection" "$dir/0.out" || die "rank 0 did not log the dropped stranger"
   cat "$dir"/*.out
   echo "PASS: the stranger was dropped and the ranks met"
+  ;;
+other-build)
+  # Rank 1 runs another build of the same version (its greeting has another size): rank 0
+  # must refuse it at once, naming the builds, where it dropped it as a stranger and
+  # waited for the connect timeout (20 s here).
+  start=$(date +%s.%N)
+  start_rank 0 2 join
+  COLLIE_RANK=1 COLLIE_NRANKS=2 "$other_build" >"$dir/1.out" 2>&1 &
+  pids[1]=$!
+  deadline=$(echo "$start + 10" | bc)
+  for r in 0 1; do
+    wait_until "${pids[$r]}" "$deadline"
+    [ "$st" != alive ] || die "rank $r still runs after 10 s"
+  done
+  wait "${pids[1]}"; st1=$?
+  [ "$st1" = 0 ] || die "the other build was not told that the builds differ"
+  grep -q "different builds of the same version" "$dir/0.out" || die "rank 0 did not name the different builds"
+  cat "$dir"/*.out
+  echo "PASS: the other build was refused at once on both sides"
   ;;
 *)
   echo "unknown scenario $scenario" >&2
