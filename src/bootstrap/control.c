@@ -50,11 +50,16 @@ typedef struct {
   fail_t fail;
 } join_fail_t;
 
-/* A goodbye (destroy), and its relay by rank 0: how many collectives the rank issued. */
+/* A goodbye (destroy), and its relay by rank 0: how many collectives the rank issued and,
+ * with `counts`, how many messages it had sent to the rank that reads the relay and
+ * received from it. The goodbye itself carries those two for every rank, as nranks pairs
+ * after its left_t (goodbye()); rank 0 passes each rank only its own pair, so that a
+ * departure costs it O(nranks) bytes, not O(nranks^2). */
 typedef struct {
   int32_t rank;
-  uint32_t pad;
+  uint32_t counts;
   uint64_t issued;
+  uint64_t sent, recvd;
 } left_t;
 
 static int send_frame(int fd, uint32_t type, int rank, const void *payload, uint32_t len, int64_t deadline) {
@@ -684,14 +689,43 @@ static void root_note_bye(collie_comm_t *comm, int from) {
   signal_bye(c);
 }
 
-/* Rank 0: rank `from` is leaving after `issued` collectives. The others learn it too, so
- * that a rank already waiting in a later collective for it fails now. */
-static void note_left(collie_comm_t *comm, int from, uint64_t issued) {
-  left_t l = {from, 0, issued};
+/* Rank 0: rank `from` is leaving after `issued` collectives, and (`counts`: NULL when
+ * its goodbye had none) with counts[2r] messages sent to rank r and counts[2r+1] received
+ * from it. The others learn it too, so that a rank already waiting for it in a later
+ * collective, or in a send or receive it will never match, fails now. */
+static void note_left(collie_comm_t *comm, int from, uint64_t issued, const uint64_t *counts) {
+  left_t l = {from, counts != NULL, issued, 0, 0};
+  int64_t deadline = deadline_after_ms(1000);
   pthread_mutex_lock(&comm->ctl->send_lock);
-  send_to_all(comm, COLLIE_CTL_LEFT, &l, sizeof(l), from, deadline_after_ms(1000));
+  for (int r = 1; r < comm->nranks; r++) {
+    if (r == from || comm->ctl->fds[r] < 0) continue;
+    if (counts) {
+      l.sent = counts[2 * r];
+      l.recvd = counts[2 * r + 1];
+    }
+    send_frame(comm->ctl->fds[r], COLLIE_CTL_LEFT, 0, &l, sizeof(l), deadline);
+  }
   pthread_mutex_unlock(&comm->ctl->send_lock);
-  collie_comm_peer_left(comm, from, issued);
+  collie_comm_peer_left(comm, from, issued, counts != NULL, counts ? counts[0] : 0, counts ? counts[1] : 0);
+}
+
+/* This rank's goodbye: its left_t followed by its counts for every rank (malloc'ed, size
+ * in *len). NULL without memory: the goodbye then goes without counts, and only the
+ * check of sends and receives left unmatched is lost. */
+static left_t *goodbye(collie_comm_t *comm, uint64_t issued, uint32_t *len) {
+  const size_t n = (size_t)comm->nranks;
+  left_t *l = malloc(sizeof(left_t) + sizeof(uint64_t) * 2 * n);
+  if (!l) return NULL;
+  *l = (left_t){comm->rank, 1, issued, 0, 0};
+  uint64_t *c = (uint64_t *)(l + 1);
+  collie_lock(&comm->lock);
+  for (size_t r = 0; r < n; r++) {
+    c[2 * r] = comm->peers[r].send_seq;
+    c[2 * r + 1] = comm->peers[r].recv_seq;
+  }
+  collie_unlock(&comm->lock);
+  *len = (uint32_t)(sizeof(left_t) + sizeof(uint64_t) * 2 * n);
+  return l;
 }
 
 /* A frame from rank `from` (rank 0's view) or from rank 0 (the others' view). Returns false
@@ -755,11 +789,15 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
       collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
     }
   } else if (f.type == COLLIE_CTL_BYE && comm->rank == 0) {
-    if (f.len == sizeof(left_t)) note_left(comm, from, ((left_t *)pl)->issued);
+    const size_t with_counts = sizeof(left_t) + sizeof(uint64_t) * 2 * (size_t)comm->nranks;
+    left_t *l = pl;
+    if (f.len == sizeof(left_t) || f.len == with_counts)
+      note_left(comm, from, l->issued, f.len == with_counts ? (const uint64_t *)(l + 1) : NULL);
     root_note_bye(comm, from);
   } else if (f.type == COLLIE_CTL_LEFT && comm->rank != 0 && f.len == sizeof(left_t)) {
     left_t *l = pl;
-    if (l->rank >= 0 && l->rank < comm->nranks) collie_comm_peer_left(comm, l->rank, l->issued);
+    if (l->rank >= 0 && l->rank < comm->nranks)
+      collie_comm_peer_left(comm, l->rank, l->issued, l->counts != 0, l->sent, l->recvd);
   } else if (f.type == COLLIE_CTL_STALL && comm->rank == 0 && f.len == sizeof(collie_wire_hdr_t)) {
     collie_ctl_note_stall(comm, from, pl);
   } else if (f.type == COLLIE_CTL_BYE_ACK && comm->rank != 0) {
@@ -844,15 +882,18 @@ collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
   collie_lock(&comm->lock);
   const uint64_t issued = comm->coll_seq;
   collie_unlock(&comm->lock);
+  left_t plain = {comm->rank, 0, issued, 0, 0};
+  uint32_t len = sizeof(plain);
+  left_t *bye = goodbye(comm, issued, &len);
   if (comm->rank == 0) {
-    note_left(comm, 0, issued);
+    note_left(comm, 0, issued, bye ? (const uint64_t *)(bye + 1) : NULL);
     root_note_bye(comm, 0);
   } else if (c->root_fd >= 0) {
-    left_t l = {comm->rank, 0, issued};
     pthread_mutex_lock(&c->send_lock);
-    send_frame(c->root_fd, COLLIE_CTL_BYE, comm->rank, &l, sizeof(l), deadline_after_ms(1000));
+    send_frame(c->root_fd, COLLIE_CTL_BYE, comm->rank, bye ? bye : &plain, len, deadline_after_ms(1000));
     pthread_mutex_unlock(&c->send_lock);
   }
+  free(bye);
   pthread_mutex_lock(&c->m);
   while (!c->bye_done && !atomic_load(&comm->failed)) {
     int64_t left = deadline_ns - collie_now_ns();

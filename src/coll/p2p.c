@@ -6,7 +6,7 @@
 #include "core/error.h"
 
 static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_datatype_t dt, int peer,
-                                collie_comm_t *comm, collie_request_t **req) {
+                                collie_comm_t *comm, collie_request_t **req, bool internal) {
   const char *fn = is_send ? "collie_send" : "collie_recv";
   collie_result_t res = collie_comm_check(comm, fn);
   if (res) return res;
@@ -34,17 +34,23 @@ static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_da
     free(s);
     return collie_comm_fail_no_memory(comm, fn, "its operation");
   }
+  op->internal = internal;
   return collie_post(comm, op, req);
 }
 
 collie_result_t collie_isend(const void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm,
                              collie_request_t **req) {
-  return post_p2p(true, (void *)(uintptr_t)buf, count, dt, peer, comm, req);
+  return post_p2p(true, (void *)(uintptr_t)buf, count, dt, peer, comm, req, false);
 }
 
 collie_result_t collie_irecv(void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm,
                              collie_request_t **req) {
-  return post_p2p(false, buf, count, dt, peer, comm, req);
+  return post_p2p(false, buf, count, dt, peer, comm, req, false);
+}
+
+collie_result_t collie_p2p_internal(bool send, void *buf, size_t bytes, int peer, collie_comm_t *comm,
+                                    collie_request_t **req) {
+  return post_p2p(send, buf, bytes, COLLIE_UINT8, peer, comm, req, true);
 }
 
 collie_result_t collie_send(const void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm) {

@@ -36,5 +36,10 @@ collie_result_t collie_group_error(collie_result_t res);
 /* Checks a datatype and that count elements of it fit in a size_t; fills *bytes. */
 collie_result_t collie_check_count(collie_comm_t *comm, const char *fn, size_t count, collie_datatype_t dt,
                                    size_t *bytes);
+/* A send or receive of `bytes` that collie itself posts (the measurement of
+ * process_vm_readv, a split's new id), like collie_isend or collie_irecv: it counts as none
+ * of the user's point-to-point messages in error sentences (collie_check_departed). */
+collie_result_t collie_p2p_internal(bool send, void *buf, size_t bytes, int peer, collie_comm_t *comm,
+                                    collie_request_t **req);
 
 #endif

@@ -11,6 +11,7 @@
 #include "bootstrap/control.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "sched/executor.h"
 #include "transport/shm.h"
 
 int64_t collie_now_ns(void) {
@@ -105,13 +106,22 @@ void collie_comm_check_left(collie_comm_t *comm) {
                    comm->rank, (unsigned long long)comm->coll_seq);
 }
 
-void collie_comm_peer_left(collie_comm_t *comm, int rank, uint64_t issued) {
+void collie_comm_peer_left(collie_comm_t *comm, int rank, uint64_t issued, bool counts, uint64_t sent,
+                           uint64_t recvd) {
   if (issued < atomic_load(&comm->left_after)) { /* the watchdog is the only writer: the rank first */
     atomic_store(&comm->left_rank, rank);
     atomic_store(&comm->left_after, issued);
   }
   collie_lock(&comm->lock);
+  /* A later collective first: its sentence says more than that of its messages. */
   collie_comm_check_left(comm);
+  if (counts && rank != comm->rank && !comm->peers[rank].gone) {
+    collie_peer_t *peer = &comm->peers[rank];
+    peer->gone_sent = sent;
+    peer->gone_recvd = recvd;
+    peer->gone = true;
+    collie_check_departed(comm, peer);
+  }
   collie_unlock(&comm->lock);
 }
 

@@ -26,6 +26,13 @@ typedef struct collie_peer {
   collie_xfer_t *sendq, *sendq_tail;
   collie_xfer_t *recvq, *recvq_tail;
   uint64_t send_seq, recv_seq; /* next queue positions to assign */
+  uint64_t p2p_sends, p2p_recvs; /* point-to-point messages posted, for sentences */
+  /* The peer destroyed its communicator having sent this rank `gone_sent` messages and
+   * received `gone_recvd` from it (its goodbye, relayed by rank 0): a receive at a queue
+   * position from gone_sent on, or a send from gone_recvd on, can never be matched
+   * (collie_check_departed). Written under comm->lock. */
+  bool gone;
+  uint64_t gone_sent, gone_recvd;
   struct collie_peer *next_active; /* peers with non-empty queues */
   bool active;
 } collie_peer_t;
@@ -146,8 +153,12 @@ collie_result_t collie_init_no_memory(collie_comm_t *comm, int rank, const char 
 /* Rank `rank` destroyed its communicator after issuing `issued` collectives (its goodbye,
  * relayed by rank 0). If this rank has issued more, the communicator fails at once on every
  * rank, where the collective would have waited for it until COLLIE_EXEC_TIMEOUT; later
- * ones are caught as they are posted (collie_comm_check_left). Takes comm->lock. */
-void collie_comm_peer_left(collie_comm_t *comm, int rank, uint64_t issued);
+ * ones are caught as they are posted (collie_comm_check_left). With `counts`, the goodbye
+ * also said how many messages that rank had sent to this one (`sent`) and received from
+ * it (`recvd`): a pending send or receive it can no longer match fails the communicator
+ * too (collie_check_departed). Takes comm->lock. */
+void collie_comm_peer_left(collie_comm_t *comm, int rank, uint64_t issued, bool counts, uint64_t sent,
+                           uint64_t recvd);
 /* Under comm->lock, after a collective was posted: fails the communicator when it goes
  * beyond what a departed rank issued. */
 void collie_comm_check_left(collie_comm_t *comm);

@@ -72,12 +72,12 @@ static collie_result_t exchange(collie_comm_t *comm, const char *fn, int color, 
     info.version = COLLIE_VERSION_CODE;
     collie_id_encode(&info, id);
     for (int i = 1; i < m; i++) { /* one at a time: the id is small, the members few */
-      res = collie_isend(id, sizeof(*id), COLLIE_UINT8, (int)all[i].rank, comm, &req);
+      res = collie_p2p_internal(true, id, sizeof(*id), (int)all[i].rank, comm, &req);
       if (!res) res = collie_wait(req);
       if (res) break;
     }
   } else {
-    res = collie_irecv(id, sizeof(*id), COLLIE_UINT8, root, comm, &req);
+    res = collie_p2p_internal(false, id, sizeof(*id), root, comm, &req);
     if (!res) res = collie_wait(req);
   }
   free(all);

@@ -254,6 +254,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
   build_successors(op);
   op->remaining = s->nsteps;
   size_t esz = collie_datatype_size(op->dt);
+  const bool p2p = collie_user_p2p(op);
   for (uint32_t i = 0; i < s->nsteps; i++) {
     collie_step_t *st = &s->steps[i];
     if (!is_comm_step(st->type)) continue;
@@ -268,6 +269,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
       x->sbuf = resolve(op, st->src);
       fill_header(op, x, comm->rank, st->nbytes);
       x->pseq = peer->send_seq++;
+      peer->p2p_sends += p2p;
       enqueue(&peer->sendq, &peer->sendq_tail, x);
     } else {
       x->rbuf = resolve(op, st->dst);
@@ -278,6 +280,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
       x->stream = op->stream && !x->reduce;
       fill_header(op, x, st->peer, st->nbytes);
       x->pseq = peer->recv_seq++;
+      peer->p2p_recvs += p2p;
       enqueue(&peer->recvq, &peer->recvq_tail, x);
     }
   }
@@ -357,6 +360,61 @@ void collie_fail_all_ops(collie_comm_t *comm) {
   retire_ops(comm);
 }
 
+/* The user's point-to-point transfers in a queue from x on. */
+static uint64_t p2p_queued(const collie_xfer_t *x) {
+  uint64_t n = 0;
+  for (; x; x = x->next) n += collie_user_p2p(x->op);
+  return n;
+}
+
+bool collie_check_departed(collie_comm_t *comm, collie_peer_t *peer) {
+  if (!peer->gone || atomic_load(&comm->failed)) return false;
+  /* Messages between two ranks are one ordered stream and a queue's transfers finish in
+   * order, so the heads decide: a receive at a position the departed rank never sent to,
+   * or a send at one it never received. A message it sent that is still on its way (TCP
+   * races the relay of its goodbye through rank 0) has a position below gone_sent, and
+   * its receive goes on waiting for it. */
+  collie_xfer_t *rx = peer->recvq && peer->recvq->pseq >= peer->gone_sent ? peer->recvq : NULL;
+  collie_xfer_t *tx = peer->sendq && peer->sendq->pseq >= peer->gone_recvd ? peer->sendq : NULL;
+  if (!rx && !tx) return false;
+  /* What finished before it keeps its result: its messages did arrive. */
+  retire_ops(comm);
+  char pd[160], what[96], line[768];
+  const collie_xfer_t *x = rx ? rx : tx;
+  const collie_op_t *op = x->op;
+  const bool p2p = collie_user_p2p(op);
+  collie_peer_desc(comm, peer->rank, pd, sizeof(pd));
+  if (rx && p2p) {
+    uint64_t got = peer->p2p_recvs - p2p_queued(rx); /* every earlier one has completed */
+    snprintf(line, sizeof(line),
+             "rank %d waits in collie_recv for %llu elements of %s from %s, which destroyed its communicator after "
+             "sending it %llu point-to-point message%s, all received",
+             comm->rank, (unsigned long long)op->count, collie_datatype_name(op->dt), pd, (unsigned long long)got,
+             got == 1 ? "" : "s");
+  } else if (rx) {
+    snprintf(line, sizeof(line),
+             "rank %d waits in %s to receive %llu bytes from %s, which destroyed its communicator without sending "
+             "them (every message it did send this rank was received)",
+             comm->rank, collie_request_what(op->req, what, sizeof(what)), (unsigned long long)x->nbytes, pd);
+  } else if (p2p) {
+    uint64_t nth = peer->p2p_sends - p2p_queued(tx) + 1;
+    snprintf(line, sizeof(line),
+             "rank %d waits in collie_send for %s to receive %llu elements of %s (its point-to-point message #%llu "
+             "to that rank), but that rank destroyed its communicator without receiving it",
+             comm->rank, pd, (unsigned long long)op->count, collie_datatype_name(op->dt), (unsigned long long)nth);
+  } else {
+    snprintf(line, sizeof(line),
+             "rank %d waits in %s for %s to receive %llu bytes, but that rank destroyed its communicator without "
+             "receiving them",
+             comm->rank, collie_request_what(op->req, what, sizeof(what)), pd, (unsigned long long)x->nbytes);
+  }
+  collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
+                   "%s: every send needs a matching receive (and every receive a send) before either rank "
+                   "destroys its communicator; check why rank %d stopped early (its errors and log)",
+                   line, peer->rank);
+  return true;
+}
+
 int collie_progress(collie_comm_t *comm) {
   if (atomic_load_explicit(&comm->failed, memory_order_acquire)) {
     collie_fail_all_ops(comm);
@@ -370,7 +428,7 @@ int collie_progress(collie_comm_t *comm) {
     if (!peer->sendq && !peer->recvq) continue;
     messages = true;
     int r = peer->tp->progress(comm, peer);
-    if (r < 0) {
+    if (r < 0 || (peer->gone && collie_check_departed(comm, peer))) {
       collie_fail_all_ops(comm);
       return 1;
     }

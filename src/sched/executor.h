@@ -44,6 +44,7 @@ typedef struct collie_op {
    * streaming stores (core/copy.h), which skip reading it into the cache first. */
   bool stream;
   collie_request_t *req;
+  bool internal;           /* a send or receive collie posted itself (collie_p2p_internal) */
   /* Algorithm "shm" (algo/shm_native.c): no schedule, but rounds over the shared areas. */
   bool native;
   bool nat_small, nat_in_place, nat_checked;
@@ -57,6 +58,11 @@ typedef struct collie_op {
   int nat_wait, nat_wait_flag;           /* what it waits for, for timeout sentences */
   struct collie_frame *frame;            /* the blocking call's frame it lives in, or NULL (malloc) */
 } collie_op_t;
+
+/* A send or receive of the user's (not collie_p2p_internal's). */
+static inline bool collie_user_p2p(const collie_op_t *op) {
+  return (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV) && !op->internal;
+}
 
 /* request->magic: a request the user waits for (or tests) again after collie_wait or a
  * collie_test that said done freed it is recognised while it waits in a quarantine
@@ -107,6 +113,10 @@ void collie_comm_free_scratch(collie_comm_t *comm);
 
 /* One pass over every active peer (under comm->lock). >0 when something moved. */
 int collie_progress(collie_comm_t *comm);
+/* Under comm->lock: when `peer` has destroyed its communicator (peer->gone) and this
+ * rank's oldest pending receive from it (or send to it) is one it can never match, fails
+ * the communicator with a sentence naming both and returns true. */
+bool collie_check_departed(collie_comm_t *comm, collie_peer_t *peer);
 /* Fails every posted operation with the communicator's failure (under comm->lock). */
 void collie_fail_all_ops(collie_comm_t *comm);
 

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "algo/native/shm_native.h"
+#include "coll/post.h"
 #include "core/comm.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -40,8 +41,7 @@
  * for directly, not through collie_send/collie_recv: a communicator created inside
  * collie_group_start/end would only queue those, and the ranks would then decide apart. */
 static collie_result_t post(collie_comm_t *comm, bool send, int peer, void *buf, size_t n, collie_request_t **req) {
-  return send ? collie_isend(buf, n, COLLIE_UINT8, peer, comm, req)
-              : collie_irecv(buf, n, COLLIE_UINT8, peer, comm, req);
+  return collie_p2p_internal(send, buf, n, peer, comm, req);
 }
 
 /* One exchange with peer: both directions at once, as a 2-rank all-to-all does. Returns

@@ -28,6 +28,14 @@ foreach(tr auto tcp)
   set_tests_properties(fault_early_destroy_${tr} PROPERTIES TIMEOUT 60 LABELS fault
                        ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=30;COLLIE_TRANSPORT=${tr}")
 endforeach()
+# A rank that destroys without sending (or receiving) a point-to-point message its peer
+# waits for: the peer fails at once naming it, where it waited until COLLIE_EXEC_TIMEOUT;
+# messages it did send before still arrive.
+foreach(tr auto tcp)
+  add_test(NAME fault_p2p_left_${tr} COMMAND $<TARGET_FILE:collie-run> -n 3 --timeout 25 ${FAULT_BIN} p2p-left)
+  set_tests_properties(fault_p2p_left_${tr} PROPERTIES TIMEOUT 60 LABELS fault
+                       ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=30;COLLIE_TRANSPORT=${tr}")
+endforeach()
 add_test(NAME fault_abort COMMAND ${FAULT_BIN} abort)
 set_tests_properties(fault_exec_timeout fault_test_timeout fault_connect_timeout fault_slow_destroy fault_junk_on_bootstrap fault_bad_args fault_abort
                      PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")

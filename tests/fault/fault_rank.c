@@ -29,6 +29,15 @@
  *                                       second (as a rank that gives up after an error would): each
  *                                       must fail (in either) within 5 s with COLLIE_ERR_REMOTE naming
  *                                       rank 1
+ *   fault_rank p2p-left                 3 ranks, two communicators split off one: on the first,
+ *                                       rank 1 sends rank 0 two small messages and destroys;
+ *                                       rank 0 (after waiting for the goodbye to arrive) must
+ *                                       still receive both, and its third receive from rank 1
+ *                                       must fail within 5 s with COLLIE_ERR_REMOTE naming rank
+ *                                       1 and "destroyed". On the second, rank 0 sends rank 1
+ *                                       1 MiB messages that rank 1 never receives (it
+ *                                       destroys): the first that cannot complete into buffers
+ *                                       must fail alike. Rank 1's destroys end within 5 s
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
@@ -715,6 +724,102 @@ static int early_destroy(void) {
   return dt < 5 ? 0 : 1;
 }
 
+/* Whether the communicator's last error names rank 1 as the one that destroyed. */
+static bool names_departed_1(const collie_comm_t *comm) {
+  const char *e = collie_get_last_error(comm);
+  return strstr(e, "rank 1 ") && strstr(e, "destroyed its communicator");
+}
+
+/* p2p-left, first communicator: a receive rank 1 never sends fails; the two it did send
+ * arrive although its goodbye got here first. */
+static int p2p_left_recv(collie_comm_t *comm, int rank) {
+  float small[16], more[1000];
+  for (int i = 0; i < 16; i++) small[i] = (float)i;
+  for (int i = 0; i < 1000; i++) more[i] = (float)(2 * i);
+  if (rank == 1) {
+    collie_result_t r = collie_send(small, 16, COLLIE_FLOAT32, 0, comm);
+    if (!r) r = collie_send(more, 1000, COLLIE_FLOAT32, 0, comm);
+    if (r) return fail("rank 1's sends", r, comm);
+    double t0 = now_s();
+    r = collie_comm_destroy(comm);
+    double dt = now_s() - t0;
+    printf("rank 1: destroy after two sends returned %s after %.1f s\n", collie_get_error_string(r), dt);
+    return r == COLLIE_SUCCESS && dt < 5 ? 0 : 1;
+  }
+  int bad = 0;
+  if (rank == 0) {
+    /* The goodbye (relayed by rank 0's watchdog) lands while the messages still wait
+     * unread in the ring or the socket: they must count as sent, not as missing. */
+    usleep(500 * 1000);
+    float got[1000] = {0};
+    collie_result_t r = collie_recv(got, 16, COLLIE_FLOAT32, 1, comm);
+    if (r || got[15] != 15.0f) bad |= fail("rank 0's first receive (sent before rank 1 destroyed)", r ? r : COLLIE_ERR_INTERNAL, comm);
+    r = collie_recv(got, 1000, COLLIE_FLOAT32, 1, comm);
+    if (r || got[999] != 1998.0f) bad |= fail("rank 0's second receive (sent before rank 1 destroyed)", r ? r : COLLIE_ERR_INTERNAL, comm);
+    double t0 = now_s();
+    r = collie_recv(got, 16, COLLIE_FLOAT32, 1, comm);
+    double dt = now_s() - t0;
+    printf("rank 0: a receive rank 1 never sent returned %s after %.1f s: %s\n", collie_get_error_string(r), dt,
+           collie_get_last_error(comm));
+    if (r != COLLIE_ERR_REMOTE || !names_departed_1(comm) || dt >= 5 ||
+        !strstr(collie_get_last_error(comm), "after sending it 2 point-to-point messages"))
+      bad = 1;
+  }
+  collie_comm_destroy(comm);
+  return bad;
+}
+
+/* p2p-left, second communicator: a send that rank 1 never receives fails. */
+static int p2p_left_send(collie_comm_t *comm, int rank) {
+  if (rank == 1) {
+    double t0 = now_s();
+    collie_result_t r = collie_comm_destroy(comm);
+    double dt = now_s() - t0;
+    printf("rank 1: destroy without receiving returned %s after %.1f s\n", collie_get_error_string(r), dt);
+    return r == COLLIE_SUCCESS && dt < 5 ? 0 : 1;
+  }
+  int bad = 0;
+  if (rank == 0) {
+    /* 1 MiB sends until one cannot complete without rank 1: those the socket buffers (or
+     * the shared-memory ring) take complete unreceived, however large the host makes
+     * them, and are not what this checks. 64 MiB outlasts any buffer. */
+    const size_t count = (size_t)1 << 18;
+    float *big = calloc(count, sizeof(float));
+    if (!big) return fail("calloc", COLLIE_ERR_SYSTEM, comm);
+    double t0 = now_s();
+    collie_result_t r = COLLIE_SUCCESS;
+    int sent = 0;
+    while (!r && sent < 64) {
+      r = collie_send(big, count, COLLIE_FLOAT32, 1, comm);
+      sent += !r;
+    }
+    double dt = now_s() - t0;
+    free(big);
+    printf("rank 0: 1 MiB sends rank 1 never received: %d completed (into buffers), then %s after %.1f s: %s\n",
+           sent, collie_get_error_string(r), dt, collie_get_last_error(comm));
+    bad = r != COLLIE_ERR_REMOTE || !names_departed_1(comm) || dt >= 5;
+  }
+  collie_comm_destroy(comm);
+  return bad;
+}
+
+static int p2p_left(void) {
+  collie_comm_t *world, *first, *second;
+  int rank;
+  if (init_rank(&world, &rank)) return 1;
+  collie_result_t r = collie_comm_split(world, 0, rank, &first);
+  if (!r) r = collie_comm_split(world, 0, rank, &second);
+  if (r) return fail("collie_comm_split", r, world);
+  int bad = p2p_left_recv(first, rank);
+  bad |= p2p_left_send(second, rank);
+  /* The parent was untouched: it still works on every rank. */
+  float x = 1, y = 0;
+  r = collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, world);
+  if (r || y != 3.0f) bad |= fail("the all-reduce on the parent communicator", r ? r : COLLIE_ERR_INTERNAL, world);
+  collie_comm_destroy(world);
+  return bad;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc >= 3 && !strcmp(argv[1], "loop"))
@@ -728,6 +833,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
+  if (argc == 2 && !strcmp(argv[1], "p2p-left")) return p2p_left();
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
   if (argc == 2 && !strcmp(argv[1], "shm-timeout")) return threads(3, shm_timeout_thread);
@@ -735,6 +841,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort\n");
   return 2;
 }
