@@ -225,6 +225,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     return res;
   }
   bool kick;
+  collie_claim_root(comm, op, comm->coll_seq + 1); /* the number collie_post_locked gives it */
   res = collie_post_locked(comm, op, req, &kick);
   if (!res) collie_comm_check_left(comm);
   if (!res && frame) { /* a blocking call outside a group: the thread is the communicator's until its wait ends */

@@ -90,6 +90,7 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
  * small reduce's other ranks wait for the root's entry into each round: they stay within
  * about one round of it.) */
 #define COLLIE_SHM_INLINE_SLOTS 32
+#define COLLIE_SHM_ROOT_CLAIMS 256
 #define COLLIE_SHM_INLINE_FIRST 40
 #define COLLIE_SHM_INLINE_NEXT 56
 #define COLLIE_SHM_INLINE_EXT 7
@@ -115,6 +116,9 @@ typedef struct {
    * is. A root waits for nobody, so two ranks that both think they are the root would
    * otherwise each return success with their own data (shm_native.c: claim_root). */
   _Atomic uint64_t root_claim[COLLIE_SHM_INLINE_SLOTS];
+  /* The same for broadcasts and scatters that go as messages, by operation number
+   * (shm_native.c: collie_claim_root). */
+  _Atomic uint64_t root_claim_msg[COLLIE_SHM_ROOT_CLAIMS];
   collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
 } collie_shm_area_t;
 _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start on a cache line");

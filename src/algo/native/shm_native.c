@@ -330,6 +330,36 @@ static int check_root_claims(collie_comm_t *comm, const collie_op_t *op, uint64_
   return 0;
 }
 
+/* Broadcasts and scatters sent as messages have the same blind spot: each root sends and
+ * leaves, so two ranks that both believe they are the root each return success, and their
+ * messages to each other wait unread, seen (if ever) by a later call that receives from
+ * that peer (3 ranks, 16-element scatter with roots 0 and 1 and a barrier after: all
+ * succeeded, rank 1 with its own data). When every rank shares this host, the roots claim
+ * the operation as above, in a ring indexed by the operation number. Messages do not
+ * bound how far a root runs ahead, so a claim may be overwritten before a late second
+ * root looks (after 256 more such calls by the first); a claim seen is always a real one:
+ * no false alarm, and in practice no miss. Across hosts nothing is shared: such a
+ * mismatch is found by the next call that reads the unread messages. */
+void collie_claim_root(collie_comm_t *comm, const collie_op_t *op, uint64_t seq) {
+  if (op->native || comm->rank != op->root || !comm->shm || !comm->shm->area_off) return;
+  if (op->coll != COLLIE_COLL_BROADCAST && op->coll != COLLIE_COLL_SCATTER) return;
+  const unsigned i = (unsigned)(seq % COLLIE_SHM_ROOT_CLAIMS);
+  atomic_store_explicit(&shm_area_of(comm, comm->rank)->root_claim_msg[i], seq, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst);
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == comm->rank ||
+        atomic_load_explicit(&shm_area_of(comm, r)->root_claim_msg[i], memory_order_relaxed) != seq)
+      continue;
+    char pd[160];
+    collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
+                     "rank %d called %s with root=%d as operation #%llu while %s also called operation #%llu "
+                     "as its root: every rank must pass the same root",
+                     comm->rank, collie_coll_name(op->coll), op->root, (unsigned long long)seq,
+                     collie_peer_desc(comm, r, pd, sizeof(pd)), (unsigned long long)seq);
+    return;
+  }
+}
+
 /* The first round of an operation: the ranks this one must meet have entered it, with the
  * same call (their keys match; on a difference the full fingerprints say how). */
 static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
