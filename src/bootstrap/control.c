@@ -649,16 +649,23 @@ static void send_fail(collie_comm_t *comm, collie_result_t res, const char *msg,
 
 void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) { send_fail(comm, res, msg, false); }
 
-void collie_ctl_report_stall(collie_comm_t *comm, const collie_wire_hdr_t *call) {
+void collie_ctl_report_stall(collie_comm_t *comm, const collie_stall_t *st) {
   collie_control_t *c = comm->ctl;
   if (!c || comm->nranks == 1) return;
   if (comm->rank == 0) {
-    collie_ctl_note_stall(comm, 0, call);
+    collie_ctl_note_stall(comm, 0, st);
     return;
   }
   pthread_mutex_lock(&c->send_lock);
-  if (c->root_fd >= 0)
-    send_frame(c->root_fd, COLLIE_CTL_STALL, comm->rank, call, sizeof(*call), deadline_after_ms(1000));
+  if (c->root_fd >= 0) send_frame(c->root_fd, COLLIE_CTL_STALL, comm->rank, st, sizeof(*st), deadline_after_ms(1000));
+  pthread_mutex_unlock(&c->send_lock);
+}
+
+/* Rank 0: asks rank `to` about the message stalled rank `asker` waits for (stall.c). */
+void collie_ctl_ask_owed(collie_comm_t *comm, int to, int asker, const collie_stall_t *st) {
+  collie_control_t *c = comm->ctl;
+  pthread_mutex_lock(&c->send_lock);
+  if (c->fds[to] >= 0) send_frame(c->fds[to], COLLIE_CTL_OWED, asker, st, sizeof(*st), deadline_after_ms(1000));
   pthread_mutex_unlock(&c->send_lock);
 }
 
@@ -798,8 +805,10 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
     left_t *l = pl;
     if (l->rank >= 0 && l->rank < comm->nranks)
       collie_comm_peer_left(comm, l->rank, l->issued, l->counts != 0, l->sent, l->recvd);
-  } else if (f.type == COLLIE_CTL_STALL && comm->rank == 0 && f.len == sizeof(collie_wire_hdr_t)) {
+  } else if (f.type == COLLIE_CTL_STALL && comm->rank == 0 && f.len == sizeof(collie_stall_t)) {
     collie_ctl_note_stall(comm, from, pl);
+  } else if (f.type == COLLIE_CTL_OWED && comm->rank != 0 && f.len == sizeof(collie_stall_t)) {
+    if (f.rank >= 0 && f.rank < comm->nranks) collie_ctl_check_owed(comm, f.rank, pl);
   } else if (f.type == COLLIE_CTL_BYE_ACK && comm->rank != 0) {
     signal_bye(c);
   }

@@ -26,7 +26,8 @@ enum {
   COLLIE_CTL_BYE_ACK,
   COLLIE_CTL_JOIN_FAIL, /* instead of a greeting: this rank failed before it could join */
   COLLIE_CTL_LEFT,      /* rank 0 to the others: a rank said goodbye after N collectives */
-  COLLIE_CTL_STALL      /* to rank 0: this rank's oldest collective made no progress for a while (stall.c) */
+  COLLIE_CTL_STALL,     /* to rank 0: this rank's oldest collective made no progress for a while (stall.c) */
+  COLLIE_CTL_OWED       /* rank 0 to a rank: another waits for a message of yours (stall.c) */
 };
 
 typedef struct collie_control {
@@ -82,12 +83,31 @@ void collie_ctl_tell_creation_failure(collie_comm_t *comm, const char *msg);
 collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm);
 /* Sends a failure notice (rank 0: to everyone; others: to rank 0, which relays). */
 void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);
-/* This rank's oldest pending collective has made no progress for a while: its call goes to
- * rank 0, which compares it with the other stalled ranks' (stall.c). */
-void collie_ctl_report_stall(collie_comm_t *comm, const collie_wire_hdr_t *call);
-/* Rank 0: rank `from` is stalled in `call`. Two ranks stalled in the same operation
- * number with different calls fail the communicator with COLLIE_ERR_MISMATCH. */
-void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_wire_hdr_t *call);
+/* A stalled rank's report (stall.c): its oldest pending collective, and the transfer it
+ * waits for in it, if one of its messages: to or from `peer`, at position `pos` of the
+ * pair's ordered stream. */
+typedef struct {
+  collie_wire_hdr_t call;
+  int32_t peer; /* -1: not waiting for a message (a shared-memory collective) */
+  int32_t dir;  /* COLLIE_STALL_RECV: to receive from peer; COLLIE_STALL_SEND: for peer to receive */
+  uint64_t pos;
+} collie_stall_t;
+enum { COLLIE_STALL_RECV = 1, COLLIE_STALL_SEND = 2 };
+
+/* This rank's oldest pending collective has made no progress for a while: the report goes
+ * to rank 0, which compares it with the other stalled ranks' and asks the peer (stall.c). */
+void collie_ctl_report_stall(collie_comm_t *comm, const collie_stall_t *st);
+/* Rank 0: rank `from` is stalled as `st` says. Two ranks stalled in the same operation
+ * number with different calls fail the communicator with COLLIE_ERR_MISMATCH; a wait for a
+ * message goes to the peer as a question (collie_ctl_check_owed). */
+void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_stall_t *st);
+/* On the peer of a stalled rank `asker`: fails the communicator with COLLIE_ERR_MISMATCH
+ * when this rank has issued the asker's operation and posted no transfer at that position
+ * of their stream (it never will: a schedule posts all its messages at once). Takes
+ * comm->lock. */
+void collie_ctl_check_owed(collie_comm_t *comm, int asker, const collie_stall_t *st);
+/* Rank 0: passes stalled rank asker's report to rank `to`, the peer it waits for. */
+void collie_ctl_ask_owed(collie_comm_t *comm, int to, int asker, const collie_stall_t *st);
 /* The same, best effort: nothing when another thread is sending (collie_comm_abort, which
  * may run in a signal handler that interrupted that thread). */
 void collie_ctl_try_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);

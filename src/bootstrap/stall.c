@@ -8,21 +8,49 @@
  *
  * So a rank whose oldest pending collective has made no progress for a while
  * (core/wait.c: 2 s, or half the exec timeout if shorter) sends that call's fingerprint to
- * rank 0, once per operation. Rank 0 keeps each rank's last report and compares it with
+ * rank 0 (again every interval, below). Rank 0 keeps each rank's last report and compares it with
  * the reports of the same operation number: every rank's operation #k is the same call
  * when the program is right (v-collectives carry the total count, the same everywhere),
- * so a difference is a mismatch for certain, whatever the timing. Stalls of correct
- * programs (a rank computing for a minute before it joins) cost one small frame per rank
- * and operation, and find nothing. */
+ * so a difference is a mismatch for certain, whatever the timing.
+ *
+ * Calls can also agree and still disagree on what moves: an all-to-allv whose rank 0 sends
+ * rank 1 nothing while rank 1 expects data from it. When the stalled rank waits for a
+ * message, its report names the peer and the message's position in the pair's ordered
+ * stream, and rank 0 asks that peer. A schedule posts every message of an operation when
+ * it is issued, so a peer that has issued the operation and has posted nothing at that
+ * position never will within it: a mismatch for certain too (if a later call of the peer
+ * sends there, the stalled rank would read the wrong operation's data).
+ *
+ * A stalled rank reports again every interval, since the peer may not have issued the
+ * operation yet. Stalls of correct programs (a rank computing for a minute before it
+ * joins) cost a small frame per rank and interval, and find nothing. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "algo/algo.h"
 #include "bootstrap/control.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
+#include "sched/executor.h"
 
-void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_wire_hdr_t *call) {
+/* Both calls of one operation number that differ: the sentence rank 0 and the peer give. */
+static void fail_calls_differ(collie_comm_t *comm, int ra, const collie_wire_hdr_t *a, int rb,
+                              const collie_wire_hdr_t *b) {
+  char pa[160], pb[160], da[160], db[160];
+  collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
+                   "%s called %s as operation #%llu while %s called %s as operation #%llu, and both wait in it "
+                   "without progress (found by rank 0 comparing the calls of stalled ranks); every rank must "
+                   "call the same collectives with matching arguments, the same root among them, in the same "
+                   "order",
+                   collie_peer_desc(comm, ra, pa, sizeof(pa)), collie_wire_describe_call(a, da, sizeof(da)),
+                   (unsigned long long)a->seq, collie_peer_desc(comm, rb, pb, sizeof(pb)),
+                   collie_wire_describe_call(b, db, sizeof(db)), (unsigned long long)b->seq);
+}
+
+void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_stall_t *st) {
   collie_control_t *c = comm->ctl;
+  const collie_wire_hdr_t *call = &st->call;
   if (from < 0 || from >= comm->nranks || !call->seq) return;
   collie_wire_hdr_t theirs;
   int other = -1;
@@ -39,14 +67,57 @@ void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_wire_hdr_
       }
   }
   pthread_mutex_unlock(&c->m);
-  if (other < 0) return;
-  char pa[160], pb[160], a[160], b[160];
-  collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
-                   "%s called %s as operation #%llu while %s called %s as operation #%llu, and both wait in it "
-                   "without progress (found by rank 0 comparing the calls of stalled ranks); every rank must "
-                   "call the same collectives with matching arguments, the same root among them, in the same "
-                   "order",
-                   collie_peer_desc(comm, from, pa, sizeof(pa)), collie_wire_describe_call(call, a, sizeof(a)),
-                   (unsigned long long)call->seq, collie_peer_desc(comm, other, pb, sizeof(pb)),
-                   collie_wire_describe_call(&theirs, b, sizeof(b)), (unsigned long long)theirs.seq);
+  if (other >= 0) {
+    fail_calls_differ(comm, from, call, other, &theirs);
+  } else if (st->peer >= 0 && st->peer < comm->nranks && st->peer != from) {
+    /* from != 0 when the peer is rank 0: this is its watchdog, and comm->lock is free */
+    if (st->peer == 0) collie_ctl_check_owed(comm, from, st);
+    else collie_ctl_ask_owed(comm, st->peer, from, st);
+  }
+}
+
+void collie_ctl_check_owed(collie_comm_t *comm, int asker, const collie_stall_t *st) {
+  if (asker < 0 || asker >= comm->nranks || asker == comm->rank) return;
+  collie_lock(&comm->lock);
+  const collie_peer_t *peer = &comm->peers[asker];
+  const uint64_t posted = st->dir == COLLIE_STALL_RECV ? peer->send_seq : peer->recv_seq;
+  const bool owed = !atomic_load(&comm->failed) && comm->coll_seq >= st->call.seq && posted <= st->pos &&
+                    (st->dir == COLLIE_STALL_RECV || st->dir == COLLIE_STALL_SEND);
+  /* This rank's own call of that number, while it is pending: when the calls differ (a
+   * reduce with another root), that is the better sentence. */
+  collie_wire_hdr_t mine;
+  bool differ = false;
+  for (const collie_op_t *op = comm->ops; op && owed; op = op->next)
+    if (op->seq == st->call.seq && op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) {
+      collie_op_fingerprint(op, comm->rank, &mine);
+      differ = !collie_wire_same_call(&mine, &st->call);
+      break;
+    }
+  collie_unlock(&comm->lock);
+  if (!owed) return;
+  if (differ) {
+    fail_calls_differ(comm, asker, &st->call, comm->rank, &mine);
+    return;
+  }
+  char pa[160], pb[160];
+  const char *coll = collie_coll_name((collie_coll_t)st->call.coll);
+  const int c = st->call.coll;
+  const char *hint = c == COLLIE_COLL_ALLTOALLV
+                         ? "; in an all-to-allv, rank i's sendcounts[j] must equal rank j's recvcounts[i]"
+                     : c == COLLIE_COLL_BROADCAST || c == COLLIE_COLL_REDUCE || c == COLLIE_COLL_SCATTER ||
+                             c == COLLIE_COLL_GATHER
+                         ? "; check that every rank passes the same root"
+                         : "";
+  if (st->dir == COLLIE_STALL_RECV)
+    collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
+                     "%s waits in %s #%llu for a message from %s, which has issued that operation without sending "
+                     "it one there: the ranks' calls disagree on what moves between them%s",
+                     collie_peer_desc(comm, asker, pa, sizeof(pa)), coll, (unsigned long long)st->call.seq,
+                     collie_peer_desc(comm, comm->rank, pb, sizeof(pb)), hint);
+  else
+    collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
+                     "%s waits in %s #%llu for %s to receive a message, which that rank has issued the operation "
+                     "without expecting: the ranks' calls disagree on what moves between them%s",
+                     collie_peer_desc(comm, asker, pa, sizeof(pa)), coll, (unsigned long long)st->call.seq,
+                     collie_peer_desc(comm, comm->rank, pb, sizeof(pb)), hint);
 }

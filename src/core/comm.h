@@ -88,7 +88,7 @@ struct collie_comm {
   bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
   int64_t last_progress_ns;    /* first clock read after progress_count last changed; 0: none yet */
   uint32_t idle_checks;        /* check_timeout calls since then (the clock is read every 64th) */
-  uint64_t stall_reported_seq; /* the last collective whose stall went to rank 0 (bootstrap/stall.c) */
+  int64_t stall_next_ns;       /* when a stall may be reported to rank 0 again (bootstrap/stall.c) */
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */

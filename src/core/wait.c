@@ -21,29 +21,38 @@
 #include "transport/shm.h"
 #include "transport/tcp.h"
 
-/* After this long without progress (or half the exec timeout, if shorter) a rank tells
- * rank 0 which collective it is stuck in, so that calls that disagree without any message
- * showing it fail as a mismatch now (bootstrap/stall.c) instead of at the exec timeout. */
+/* After this long without progress (or half the exec timeout, if shorter), and again every
+ * as long, a rank tells rank 0 which collective it is stuck in and for which message, so
+ * that calls that disagree without any message showing it fail as a mismatch now
+ * (bootstrap/stall.c) instead of at the exec timeout. */
 enum { STALL_REPORT_MS = 2000 };
 
-/* Under comm->lock: reports the oldest pending collective once (point-to-point operations
- * carry no operation number to compare). */
+/* Under comm->lock: reports the oldest pending collective (point-to-point operations carry
+ * no operation number to compare), and the message it waits for, if any: the first ready
+ * head of a peer's queue that belongs to it (what collie_describe_wait names). */
 static void report_stall(collie_comm_t *comm) {
   const collie_op_t *op = comm->ops;
   while (op && (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV)) op = op->next;
-  if (!op || op->seq == comm->stall_reported_seq) return;
-  comm->stall_reported_seq = op->seq;
-  collie_wire_hdr_t call;
-  memset(&call, 0, sizeof(call));
-  call.magic = COLLIE_WIRE_MAGIC;
-  call.coll = (uint8_t)op->coll;
-  call.dtype = (uint8_t)op->dt;
-  call.redop = (uint8_t)op->redop;
-  call.root = op->root;
-  call.src_rank = comm->rank;
-  call.seq = op->seq;
-  call.count = op->count;
-  collie_ctl_report_stall(comm, &call);
+  if (!op) return;
+  collie_stall_t st;
+  memset(&st, 0, sizeof(st));
+  collie_op_fingerprint(op, comm->rank, &st.call);
+  st.peer = -1;
+  for (int p = 0; p < comm->nranks && st.peer < 0 && !op->native; p++) {
+    const collie_peer_t *peer = &comm->peers[p];
+    const collie_xfer_t *x = peer->recvq && peer->recvq->op == op && peer->recvq->ready ? peer->recvq : NULL;
+    int dir = COLLIE_STALL_RECV;
+    if (!x) {
+      x = peer->sendq && peer->sendq->op == op && peer->sendq->ready ? peer->sendq : NULL;
+      dir = COLLIE_STALL_SEND;
+    }
+    if (x) {
+      st.peer = p;
+      st.dir = dir;
+      st.pos = x->pseq;
+    }
+  }
+  collie_ctl_report_stall(comm, &st);
 }
 
 /* Under comm->lock: fail the communicator when nothing moved for exec_timeout. Progress
@@ -66,7 +75,10 @@ static void check_timeout(collie_comm_t *comm, bool timed) {
   }
   int64_t idle = now - comm->last_progress_ns;
   const int report_ms = comm->exec_timeout_ms / 2 < STALL_REPORT_MS ? comm->exec_timeout_ms / 2 : STALL_REPORT_MS;
-  if (idle >= (int64_t)report_ms * 1000000) report_stall(comm);
+  if (idle >= (int64_t)report_ms * 1000000 && now >= comm->stall_next_ns) { /* and again every interval */
+    comm->stall_next_ns = now + (int64_t)report_ms * 1000000;
+    report_stall(comm);
+  }
   if (idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
   char what[512];
   collie_describe_wait(comm, what, sizeof(what));

@@ -7,6 +7,8 @@
 #ifndef COLLIE_EXECUTOR_H
 #define COLLIE_EXECUTOR_H
 
+#include <string.h>
+
 #include "algo/algo.h"
 #include "core/comm.h"
 #include "sched/sched.h"
@@ -125,5 +127,20 @@ void collie_fail_all_ops(collie_comm_t *comm);
 collie_result_t collie_request_wait(collie_request_t *req);
 /* Describes what the oldest operation is waiting for, for timeout sentences. */
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len);
+
+/* The fingerprint of collective op as rank `rank` calls it: what the shared-memory
+ * collectives compare and a stall report carries (bootstrap/stall.c). Inline: the
+ * shared-memory collectives write it in every first round. */
+static inline void collie_op_fingerprint(const collie_op_t *op, int rank, collie_wire_hdr_t *h) {
+  memset(h, 0, sizeof(*h));
+  h->magic = COLLIE_WIRE_MAGIC;
+  h->coll = (uint8_t)op->coll;
+  h->dtype = (uint8_t)op->dt;
+  h->redop = (uint8_t)op->redop;
+  h->root = op->root;
+  h->src_rank = rank;
+  h->seq = op->seq;
+  h->count = op->count;
+}
 
 #endif

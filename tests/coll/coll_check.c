@@ -37,7 +37,8 @@
  * get COLLIE_ERR_MISMATCH naming allreduce (and, where the rank saw the counts, both
  * counts); then a datatype mismatch on a second communicator, counts that differ on
  * two more, alltoallv counts arrays that disagree, a broadcast, a reduce and a large
- * broadcast whose ranks disagree on the root; then a healthy communicator must still work.
+ * broadcast whose ranks disagree on the root, an all-to-allv that sends nothing where data
+ * is expected; then a healthy communicator must still work.
  *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
@@ -1221,9 +1222,12 @@ static void run_mismatch(ctx_t *x) {
     double dt = now_s() - t0;
     msg = collie_get_last_error(rc ? rc : healthy);
     x->cases++;
-    /* a root that finds another's claim names its own root and the other rank */
+    /* a root that finds another's claim names its own root and the other rank; a peer
+     * asked about a message it never sent (having finished its part) names the root as
+     * what to check */
     const bool roots_named = (contains(msg, "root=0") && contains(msg, "root=1")) ||
-                             (contains(msg, "also called operation") && contains(msg, "as its root"));
+                             (contains(msg, "also called operation") && contains(msg, "as its root")) ||
+                             (contains(msg, "without sending it") && contains(msg, "same root"));
     if (r != COLLIE_ERR_MISMATCH || !roots_named || dt > 10) {
       x->failed++;
       say(x, "MISMATCH mismatch: a %s with roots that disagree returned %s after %.1f s, expected "
@@ -1234,6 +1238,42 @@ static void run_mismatch(ctx_t *x) {
     }
     free(bb);
     if (rc) collie_comm_destroy(rc);
+  }
+
+  /* 2f. an all-to-allv whose rank 0 sends rank 1 nothing while rank 1 expects 4 elements
+   * from it (the calls themselves agree), then a barrier: rank 1 waits for a message rank
+   * 0 will never send, rank 0 for rank 1 in the barrier. It waited until the exec timeout;
+   * rank 0, asked about the message rank 1 waits for, must say it issued the operation
+   * without it (bootstrap/stall.c). Every rank: COLLIE_ERR_MISMATCH naming sendcounts
+   * within 10 s. */
+  if (x->n > 1 && x->n <= 64) {
+    collie_comm_t *ac = NULL;
+    double t0 = now_s();
+    r = collie_comm_split(healthy, 0, x->rank, &ac);
+    if (r && r != COLLIE_ERR_MISMATCH) {
+      api_failed(x, NULL, "collie_comm_split", r);
+    } else {
+      size_t sc[64], rc2[64], dis[64];
+      for (int i = 0; i < x->n; i++) {
+        sc[i] = rc2[i] = 4;
+        dis[i] = (size_t)i * 4;
+      }
+      if (x->rank == 0) sc[1] = 0;
+      if (ac) r = collie_alltoallv(sb, sc, dis, rb, rc2, dis, COLLIE_FLOAT32, ac);
+      if (!r) r = collie_barrier(ac);
+      double dt = now_s() - t0;
+      msg = collie_get_last_error(ac ? ac : healthy);
+      x->cases++;
+      if (r != COLLIE_ERR_MISMATCH || !contains(msg, "sendcounts") || dt > 10) {
+        x->failed++;
+        say(x, "MISMATCH mismatch: an all-to-allv where rank 0 sends rank 1 nothing that rank 1 expects returned %s "
+               "after %.1f s, expected COLLIE_ERR_MISMATCH naming sendcounts within 10 s (last error: %s)",
+            collie_get_error_string(r), dt, msg ? msg : "(none)");
+      } else if (opt.verbose || x->rank == 0) {
+        say(x, "expected mismatch error after %.1f s (all-to-allv counts): %s", dt, msg);
+      }
+      if (ac) collie_comm_destroy(ac);
+    }
   }
 
   /* 3. a communicator that took no part is still healthy; at least one rank saw both counts */

@@ -380,16 +380,7 @@ static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
 /* Writes the first round's fingerprint and key (before `ready` publishes them). */
 static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
-  collie_wire_hdr_t *h = &a->sig[inl_slot(g)];
-  memset(h, 0, sizeof(*h));
-  h->magic = COLLIE_WIRE_MAGIC;
-  h->coll = (uint8_t)op->coll;
-  h->dtype = (uint8_t)op->dt;
-  h->redop = (uint8_t)op->redop;
-  h->root = op->root;
-  h->src_rank = comm->rank;
-  h->seq = op->seq;
-  h->count = op->count;
+  collie_op_fingerprint(op, comm->rank, &a->sig[inl_slot(g)]);
   call_key(op, a->inl[inl_slot(g)].key);
   /* Only staged rounds use the counters' key: an inline round may run ahead of a rank
    * still checking the staged round two before it, whose key sits in the same place. */
