@@ -46,7 +46,7 @@ typedef struct collie_control {
   bool bye_done;        /* the departure handshake finished */
   int64_t setup_checked_ns; /* collie_ctl_setup_failed: when it last looked */
   bool setup_failure_seen;  /* ... and whether it saw a failure (which stays) */
-  collie_wire_hdr_t *stalls; /* rank 0, under m: each rank's last stalled call (stall.c); NULL until one */
+  collie_wire_hdr_t *stalls; /* rank 0, under m: the first stall report of recent operations (stall.c) */
 } collie_control_t;
 
 /* Rank 0: accepts every rank on listen_fd, checks secrets, exchanges cards. Others:
@@ -93,6 +93,7 @@ typedef struct {
   uint64_t pos;
 } collie_stall_t;
 enum { COLLIE_STALL_RECV = 1, COLLIE_STALL_SEND = 2 };
+enum { COLLIE_STALL_RING = 64 }; /* operation numbers rank 0 remembers a stall report of */
 
 /* This rank's oldest pending collective has made no progress for a while: the report goes
  * to rank 0, which compares it with the other stalled ranks' and asks the peer (stall.c). */

@@ -8,10 +8,10 @@
  *
  * So a rank whose oldest pending collective has made no progress for a while
  * (core/wait.c: 2 s, or half the exec timeout if shorter) sends that call's fingerprint to
- * rank 0 (again every interval, below). Rank 0 keeps each rank's last report and compares it with
- * the reports of the same operation number: every rank's operation #k is the same call
- * when the program is right (v-collectives carry the total count, the same everywhere),
- * so a difference is a mismatch for certain, whatever the timing.
+ * rank 0 (again every interval, below). Rank 0 compares it with the first report of the
+ * same operation number: every rank's operation #k is the same call when the program is
+ * right (v-collectives carry the total count, the same everywhere), so a difference is a
+ * mismatch for certain, whatever the timing.
  *
  * Calls can also agree and still disagree on what moves: an all-to-allv whose rank 0 sends
  * rank 1 nothing while rank 1 expects data from it. When the stalled rank waits for a
@@ -55,16 +55,21 @@ void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_stall_t *
   collie_wire_hdr_t theirs;
   int other = -1;
   pthread_mutex_lock(&c->m);
-  /* Allocated at the first stall: a diagnosis, so without memory it is simply skipped
-   * (the exec timeout still ends the wait). seq 0 marks a rank with no report. */
-  if (!c->stalls) c->stalls = calloc((size_t)comm->nranks, sizeof(*c->stalls));
+  /* The first report of each recent operation number, in a ring: a later report of the
+   * same number that differs from it is a mismatch, found in O(1) per report (with
+   * thousands of ranks stalled behind a slow one, every rank reports every interval).
+   * Allocated at the first stall: a diagnosis, so without memory it is simply skipped
+   * (the exec timeout still ends the wait). */
+  if (!c->stalls) c->stalls = calloc(COLLIE_STALL_RING, sizeof(*c->stalls));
   if (c->stalls) {
-    c->stalls[from] = *call;
-    for (int r = 0; r < comm->nranks && other < 0; r++)
-      if (r != from && c->stalls[r].seq == call->seq && !collie_wire_same_call(&c->stalls[r], call)) {
-        other = r;
-        theirs = c->stalls[r];
-      }
+    collie_wire_hdr_t *first = &c->stalls[call->seq % COLLIE_STALL_RING];
+    if (first->seq != call->seq) {
+      *first = *call;
+      first->src_rank = from;
+    } else if (first->src_rank != from && !collie_wire_same_call(first, call)) {
+      other = first->src_rank;
+      theirs = *first;
+    }
   }
   pthread_mutex_unlock(&c->m);
   if (other >= 0) {
