@@ -2,9 +2,9 @@
 #include "bootstrap/control.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -225,7 +225,8 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     return res;
   }
   bool kick;
-  collie_claim_root(comm, op, comm->coll_seq + 1); /* the number collie_post_locked gives it */
+  /* a shared-memory broadcast claims when it runs; coll_seq + 1: the number the post gives */
+  if (call->root == comm->rank && !native) collie_claim_root(comm, args->coll, call->root, comm->coll_seq + 1);
   res = collie_post_locked(comm, op, req, &kick);
   if (!res) collie_comm_check_left(comm);
   if (!res && frame) { /* a blocking call outside a group: the thread is the communicator's until its wait ends */

@@ -28,8 +28,8 @@
 enum { STALL_REPORT_MS = 2000 };
 
 /* Under comm->lock: reports the oldest pending collective (point-to-point operations carry
- * no operation number to compare), and the message it waits for, if any: the first ready
- * head of a peer's queue that belongs to it (what collie_describe_wait names). */
+ * no operation number to compare), and the message it waits for, if any (what
+ * collie_describe_wait names). */
 static void report_stall(collie_comm_t *comm) {
   const collie_op_t *op = comm->ops;
   while (op && (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV)) op = op->next;
@@ -37,20 +37,12 @@ static void report_stall(collie_comm_t *comm) {
   collie_stall_t st;
   memset(&st, 0, sizeof(st));
   collie_op_fingerprint(op, comm->rank, &st.call);
-  st.peer = -1;
-  for (int p = 0; p < comm->nranks && st.peer < 0 && !op->native; p++) {
-    const collie_peer_t *peer = &comm->peers[p];
-    const collie_xfer_t *x = peer->recvq && peer->recvq->op == op && peer->recvq->ready ? peer->recvq : NULL;
-    int dir = COLLIE_STALL_RECV;
-    if (!x) {
-      x = peer->sendq && peer->sendq->op == op && peer->sendq->ready ? peer->sendq : NULL;
-      dir = COLLIE_STALL_SEND;
-    }
-    if (x) {
-      st.peer = p;
-      st.dir = dir;
-      st.pos = x->pseq;
-    }
+  int p;
+  const collie_xfer_t *x = op->native ? NULL : collie_op_waited_xfer(comm, op, &p);
+  st.peer = x ? p : -1;
+  if (x) {
+    st.dir = x->is_send ? COLLIE_STALL_SEND : COLLIE_STALL_RECV;
+    st.pos = x->pseq;
   }
   collie_ctl_report_stall(comm, &st);
 }

@@ -453,6 +453,19 @@ int collie_progress(collie_comm_t *comm) {
   return moved;
 }
 
+const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const collie_op_t *op, int *peer) {
+  for (int p = 0; p < comm->nranks; p++) {
+    const collie_peer_t *pr = &comm->peers[p];
+    const collie_xfer_t *x = pr->recvq && pr->recvq->op == op && pr->recvq->ready ? pr->recvq : NULL;
+    if (!x) x = pr->sendq && pr->sendq->op == op && pr->sendq->ready ? pr->sendq : NULL;
+    if (x) {
+      *peer = p;
+      return x;
+    }
+  }
+  return NULL;
+}
+
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
   char pd[160], what[96];
   for (collie_op_t *op = comm->ops; op; op = op->next) {
@@ -461,22 +474,16 @@ void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
       collie_native_describe(comm, op, buf, len);
       return;
     }
-    for (int p = 0; p < comm->nranks; p++) {
-      collie_peer_t *peer = &comm->peers[p];
-      collie_xfer_t *x = peer->recvq && peer->recvq->op == op ? peer->recvq : NULL;
-      if (x && x->ready) {
-        snprintf(buf, len, "%s: waiting to receive %llu bytes from %s", collie_request_what(op->req, what, sizeof(what)),
-                 (unsigned long long)x->nbytes, collie_peer_desc(comm, p, pd, sizeof(pd)));
-        return;
-      }
-      x = peer->sendq && peer->sendq->op == op ? peer->sendq : NULL;
-      if (x && x->ready) {
-        snprintf(buf, len, "%s: waiting for %s to receive %llu bytes", collie_request_what(op->req, what, sizeof(what)),
-                 collie_peer_desc(comm, p, pd, sizeof(pd)), (unsigned long long)x->nbytes);
-        return;
-      }
-    }
-    snprintf(buf, len, "%s", collie_request_what(op->req, what, sizeof(what)));
+    int p;
+    const collie_xfer_t *x = collie_op_waited_xfer(comm, op, &p);
+    if (x && !x->is_send)
+      snprintf(buf, len, "%s: waiting to receive %llu bytes from %s", collie_request_what(op->req, what, sizeof(what)),
+               (unsigned long long)x->nbytes, collie_peer_desc(comm, p, pd, sizeof(pd)));
+    else if (x)
+      snprintf(buf, len, "%s: waiting for %s to receive %llu bytes", collie_request_what(op->req, what, sizeof(what)),
+               collie_peer_desc(comm, p, pd, sizeof(pd)), (unsigned long long)x->nbytes);
+    else
+      snprintf(buf, len, "%s", collie_request_what(op->req, what, sizeof(what)));
     return;
   }
   snprintf(buf, len, "no operation");

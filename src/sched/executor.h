@@ -125,6 +125,9 @@ void collie_fail_all_ops(collie_comm_t *comm);
 /* Waits for a request (drives progress, honours the exec timeout, never spins without
  * yielding); frees it and returns its result. */
 collie_result_t collie_request_wait(collie_request_t *req);
+/* The transfer of (message-based) op that waits at the head of a peer's queue, its
+ * dependencies done, and that peer in *peer; NULL if none. */
+const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const collie_op_t *op, int *peer);
 /* Describes what the oldest operation is waiting for, for timeout sentences. */
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len);
 

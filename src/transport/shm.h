@@ -112,13 +112,10 @@ typedef struct {
   collie_shm_inline_t inl[COLLIE_SHM_INLINE_SLOTS];
   collie_shm_inline_ext_t inl_ext[COLLIE_SHM_INLINE_SLOTS][COLLIE_SHM_INLINE_EXT];
   collie_wire_hdr_t sig[COLLIE_SHM_INLINE_SLOTS]; /* per inline slot: a first round's call, to explain mismatches */
-  /* Per inline slot: the sequence number of the broadcast whose root this rank believes it
-   * is. A root waits for nobody, so two ranks that both think they are the root would
-   * otherwise each return success with their own data (shm_native.c: claim_root). */
-  _Atomic uint64_t root_claim[COLLIE_SHM_INLINE_SLOTS];
-  /* The same for broadcasts and scatters that go as messages, by operation number
-   * (shm_native.c: collie_claim_root). */
-  _Atomic uint64_t root_claim_msg[COLLIE_SHM_ROOT_CLAIMS];
+  /* By operation number, in a ring: the broadcasts and scatters whose root this rank
+   * believes it is. A root waits for nobody, so two ranks that both think they are the
+   * root would otherwise each return success (shm_native.c: collie_claim_root). */
+  _Atomic uint64_t root_claim[COLLIE_SHM_ROOT_CLAIMS];
   collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
 } collie_shm_area_t;
 _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start on a cache line");

@@ -298,66 +298,39 @@ static uint64_t *call_key_slot(collie_shm_area_t *a, const collie_op_t *op, uint
   return op->nat_inline ? a->inl[inl_slot(g)].key : a->line.key[g & 1];
 }
 
-/* Fails the communicator with a sentence that compares this rank's call of round g with
- * rank r's (their fingerprints differ). -1, or 0 if they turn out alike. */
-static int explain_mismatch(collie_comm_t *comm, uint64_t g, int r) {
-  collie_xfer_t want;
-  memset(&want, 0, sizeof(want));
-  want.hdr = shm_area_of(comm, comm->rank)->sig[inl_slot(g)];
-  want.hdr.src_rank = r;
-  return collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[inl_slot(g)]) < 0 ? -1 : 0;
-}
-
-/* A broadcast's root meets nobody (must_meet), so a second rank that believes it is the
- * root of the same call would go unseen: each would return success with its own data
- * (2 ranks, roots 0 and 1: both did, until this check). Each root claims the call in its
- * area (advance), then looks for another rank's claim. Of two such roots, the one that
- * claims second sees the first's claim: each fences between its claim and its reads
- * (Dekker), and a claim stays until every rank has finished the round, since its slot is
- * reused only COLLIE_SHM_INLINE_SLOTS rounds later (done_known). The receivers compare
- * their call with the root's they name, so together every difference of roots is seen
- * by someone. The single-copy path meets everyone instead. */
-static bool claims_root(const collie_comm_t *comm, const collie_op_t *op) {
-  return op->coll == COLLIE_COLL_BROADCAST && comm->rank == op->root && !op->nat_may_direct;
-}
-
-static int check_root_claims(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
-  atomic_thread_fence(memory_order_seq_cst);
-  for (int r = 0; r < comm->nranks; r++)
-    if (r != comm->rank &&
-        atomic_load_explicit(&shm_area_of(comm, r)->root_claim[inl_slot(g)], memory_order_acquire) == op->seq)
-      return explain_mismatch(comm, g, r);
-  return 0;
-}
-
-/* Broadcasts and scatters sent as messages have the same blind spot: each root sends and
- * leaves, so two ranks that both believe they are the root each return success, and their
- * messages to each other wait unread, seen (if ever) by a later call that receives from
- * that peer (3 ranks, 16-element scatter with roots 0 and 1 and a barrier after: all
- * succeeded, rank 1 with its own data). When every rank shares this host, the roots claim
- * the operation as above, in a ring indexed by the operation number. Messages do not
- * bound how far a root runs ahead, so a claim may be overwritten before a late second
- * root looks (after 256 more such calls by the first); a claim seen is always a real one:
- * no false alarm, and in practice no miss. Across hosts nothing is shared: such a
- * mismatch is found by the next call that reads the unread messages. */
-void collie_claim_root(collie_comm_t *comm, const collie_op_t *op, uint64_t seq) {
-  if (op->native || comm->rank != op->root || !comm->shm || !comm->shm->area_off) return;
-  if (op->coll != COLLIE_COLL_BROADCAST && op->coll != COLLIE_COLL_SCATTER) return;
+/* A broadcast's or scatter's root meets nobody (must_meet), so a second rank that believes
+ * it is the root of the same call would go unseen: each would return success with its own
+ * data, their messages to each other waiting unread (2 ranks, shared-memory broadcast
+ * with roots 0 and 1; 3 ranks, 16-element scatter as messages with a barrier after: all
+ * succeeded). When every rank shares this host, each root claims the operation number in
+ * its area, in a ring, fences, and looks for another rank's claim of it (Dekker: of two
+ * roots, the later sees the earlier's claim). The receivers compare their call with the
+ * root's they name, so together every difference of roots is seen by someone. A claim
+ * seen is always real: no false alarm. A claim must also stay until a late second root
+ * has looked: the shared-memory broadcast claims in its first round (check_calls), and
+ * reaching the round that overwrites the claim (COLLIE_SHM_ROOT_CLAIMS operations later)
+ * needs every rank to have finished this one (done_known); a call sent as messages
+ * claims when posted (collie_coll_post), and only a root that posts more than that many
+ * such calls ahead could overwrite its claim early. Across hosts nothing is shared: such
+ * a mismatch is found by the next call that reads the unread messages. */
+int collie_claim_root(collie_comm_t *comm, collie_coll_t coll, int root, uint64_t seq) {
+  if (comm->rank != root || !comm->shm || !comm->shm->area_off) return 0;
+  if (coll != COLLIE_COLL_BROADCAST && coll != COLLIE_COLL_SCATTER) return 0;
   const unsigned i = (unsigned)(seq % COLLIE_SHM_ROOT_CLAIMS);
-  atomic_store_explicit(&shm_area_of(comm, comm->rank)->root_claim_msg[i], seq, memory_order_relaxed);
+  atomic_store_explicit(&shm_area_of(comm, comm->rank)->root_claim[i], seq, memory_order_relaxed);
   atomic_thread_fence(memory_order_seq_cst);
   for (int r = 0; r < comm->nranks; r++) {
-    if (r == comm->rank ||
-        atomic_load_explicit(&shm_area_of(comm, r)->root_claim_msg[i], memory_order_relaxed) != seq)
+    if (r == comm->rank || atomic_load_explicit(&shm_area_of(comm, r)->root_claim[i], memory_order_relaxed) != seq)
       continue;
     char pd[160];
     collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
                      "rank %d called %s with root=%d as operation #%llu while %s also called operation #%llu "
                      "as its root: every rank must pass the same root",
-                     comm->rank, collie_coll_name(op->coll), op->root, (unsigned long long)seq,
+                     comm->rank, collie_coll_name(coll), root, (unsigned long long)seq,
                      collie_peer_desc(comm, r, pd, sizeof(pd)), (unsigned long long)seq);
-    return;
+    return -1;
   }
+  return 0;
 }
 
 /* The first round of an operation: the ranks this one must meet have entered it, with the
@@ -370,9 +343,14 @@ static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
     if (!must_meet(comm, op, r)) continue;
     const uint64_t *theirs = call_key_slot(shm_area_of(comm, r), op, g);
     if (theirs[0] == mine[0] && theirs[1] == mine[1]) continue;
-    if (explain_mismatch(comm, g, r) < 0) return -1;
+    collie_xfer_t want;
+    memset(&want, 0, sizeof(want));
+    want.hdr = shm_area_of(comm, comm->rank)->sig[inl_slot(g)];
+    want.hdr.src_rank = r;
+    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[inl_slot(g)]) < 0) return -1;
   }
-  if (claims_root(comm, op) && check_root_claims(comm, op, g) < 0) return -1;
+  /* the single-copy path meets everyone instead */
+  if (!op->nat_may_direct && collie_claim_root(comm, op->coll, op->root, op->seq) < 0) return -1;
   op->nat_checked = true;
   return 1;
 }
@@ -430,8 +408,6 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
       op->nat_unstaged = false;
       if (!op->nat_checked) {
         sign(comm, op, g);
-        if (claims_root(comm, op)) /* after its fingerprint, which explains a second claim */
-          atomic_store_explicit(&shm_area_of(comm, comm->rank)->root_claim[inl_slot(g)], op->seq, memory_order_release);
         op->nat_unstaged = op->nat_may_direct && collie_direct_publish(comm, op, g);
       }
       if (!op->nat_unstaged) stage(comm, op, g, k);

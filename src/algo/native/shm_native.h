@@ -55,10 +55,9 @@ int collie_native_progress(collie_comm_t *comm);
 
 /* For timeout sentences: what the oldest native operation waits for. */
 void collie_native_describe(collie_comm_t *comm, const struct collie_op *op, char *buf, size_t len);
-/* Under comm->lock, before posting op as operation #seq: a broadcast or scatter that goes
- * as messages, whose root this rank is, on a communicator whose ranks all share this host.
- * Fails the communicator with COLLIE_ERR_MISMATCH when another rank also claimed to be the
- * root of that operation (the op then fails as it is posted). */
-void collie_claim_root(collie_comm_t *comm, const struct collie_op *op, uint64_t seq);
+/* Under comm->lock: this rank is about to act as the root of collective #seq (a broadcast
+ * or scatter) on a communicator whose ranks all share this host. Fails the communicator
+ * with COLLIE_ERR_MISMATCH and returns -1 when another rank also claimed to be its root. */
+int collie_claim_root(collie_comm_t *comm, collie_coll_t coll, int root, uint64_t seq);
 
 #endif
