@@ -25,15 +25,29 @@ static bool supported(collie_coll_t c) {
   }
 }
 
+/* Broadcast and all-gather stream each stager's vector to readers that wait for it alone;
+ * rounds of at most this many bytes keep that pipeline full when the area is larger (4
+ * ranks on 2 cores, 1 MiB area: broadcast of 1 MiB 11.3 GB/s busbw in 256 KiB rounds
+ * against 5.4 in one round; all-gather of 64 MiB 4.9 against 3.3). The collectives where
+ * every rank waits for every other each round take the whole area: fewer rounds. */
+enum { COLLIE_SHM_STREAM_ROUND_MAX = 256 << 10 };
+
+/* The bytes a round of coll stages per block (or per vector). */
+static size_t round_bytes(const collie_comm_t *comm, collie_coll_t coll) {
+  const size_t area = comm->shm->area_size;
+  switch (coll) {
+    case COLLIE_COLL_REDUCE_SCATTER:
+    case COLLIE_COLL_ALLTOALL: return area / (size_t)comm->nranks;
+    case COLLIE_COLL_BROADCAST:
+    case COLLIE_COLL_ALLGATHER: return area < COLLIE_SHM_STREAM_ROUND_MAX ? area : COLLIE_SHM_STREAM_ROUND_MAX;
+    default: return area;
+  }
+}
+
 /* Staged elements per block (or per vector) and round: a round stages one piece of every
  * block this rank sends. */
 static size_t piece_elems(const collie_comm_t *comm, collie_coll_t coll, size_t esz) {
-  size_t area = comm->shm->area_size;
-  switch (coll) {
-    case COLLIE_COLL_REDUCE_SCATTER:
-    case COLLIE_COLL_ALLTOALL: return area / ((size_t)comm->nranks * esz);
-    default: return area / esz;
-  }
+  return round_bytes(comm, coll) / esz;
 }
 
 bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *args) {
@@ -56,7 +70,7 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   }
   /* One round when everything fits the staging area (small calls: no divisions) */
   const bool per_block = args->coll == COLLIE_COLL_REDUCE_SCATTER || args->coll == COLLIE_COLL_ALLTOALL;
-  size_t piece = !per_block && args->count * args->elem_size <= comm->shm->area_size
+  size_t piece = !per_block && args->count * args->elem_size <= round_bytes(comm, args->coll)
                      ? args->count
                      : piece_elems(comm, args->coll, args->elem_size);
   bool reduction = args->coll == COLLIE_COLL_ALLREDUCE || args->coll == COLLIE_COLL_REDUCE;
