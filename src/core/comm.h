@@ -74,6 +74,7 @@ struct collie_comm {
   _Atomic uint64_t left_after;
   _Atomic int left_rank;
   uint64_t native_rounds;      /* rounds of shared-memory collectives posted so far */
+  uint64_t native_end[2];      /* the end of the last posted rounds staged in each area layout */
   int native_ops;              /* posted shared-memory collectives not yet finished */
   bool native_prev_all;        /* the last finished round waited for every rank's staging */
   uint64_t native_done_seen;   /* every other rank's `done` was at least this when last read */

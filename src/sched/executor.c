@@ -243,8 +243,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
   req->seq = op->seq;
 
   if (op->native) {
-    op->nat_base = op->nat_round = comm->native_rounds;
-    op->nat_end = comm->native_rounds += op->nat_nrounds;
+    collie_native_number(comm, op);
     comm->native_ops++;
     append_op(comm, op);
     *reqp = req;

@@ -55,6 +55,7 @@ typedef struct collie_op {
   bool nat_may_direct, nat_direct, nat_unstaged; /* the single-copy path (shm_direct.c) */
   uint8_t nat_phase;
   uint64_t nat_base, nat_round, nat_end; /* the communicator's rounds: first, current, end */
+  uint64_t nat_fence; /* every other rank's `done` it needs before staging: the area's other layout */
   uint64_t nat_nrounds;
   size_t nat_count, nat_piece, nat_esz;  /* elements per block; per block and round; bytes */
   int nat_wait, nat_wait_flag;           /* what it waits for, for timeout sentences */

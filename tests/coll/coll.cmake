@@ -187,3 +187,7 @@ target_link_libraries(runahead_check PRIVATE collie_static)
 add_coll_test(coll_runahead_2 300 "" ${COLL_RUN} -n 2 --timeout 280 $<TARGET_FILE:runahead_check> 3000 5)
 add_coll_test(coll_runahead_shm_3 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 280 $<TARGET_FILE:runahead_check> 3000 7)
 add_coll_test(coll_runahead_shm_4 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 4 --timeout 280 $<TARGET_FILE:runahead_check> 3000 11)
+# A 1 MiB area (the default where ranks outnumber cores): a large broadcast stages in 8
+# slots, other collectives in two halves, and a root switching between them must wait.
+add_coll_test(coll_runahead_shm_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=1M" ${COLL_RUN} -n 4 --timeout 280
+              $<TARGET_FILE:runahead_check> 3000 17)

@@ -6,8 +6,11 @@
  * runs one seeded random sequence on every rank: bursts of up to 80 broadcasts or reduces
  * from one root, of 1 to 108 int32 each (one to eight inline lines, and beyond into the
  * staging buffer),
- * small allreduces, and 64 KiB allgathers; ranks sleep at random moments so that some
- * fall behind. Every result is checked.
+ * small allreduces, 64 KiB allgathers, and large broadcasts and allreduces (up to 2 MiB:
+ * a staged broadcast cuts the staging area into slots of its own, while the allreduce
+ * fills each of its two halves, so a root running ahead switches between the layouts
+ * with readers still in the other); ranks sleep at random moments so that some fall
+ * behind. Every result is checked.
  *   runahead_check [iterations] [seed]      (launched by collie-run) */
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +20,7 @@
 
 #include "collie.h"
 
-enum { MAX_SMALL = 108, BIG = 16384 }; /* int32: 432 bytes; 64 KiB */
+enum { MAX_SMALL = 108, BIG = 16384, MAX_LARGE = 1 << 19 }; /* int32: 432 bytes; 64 KiB; 2 MiB */
 
 static uint64_t next(uint64_t *s) { /* xorshift64* */
   *s ^= *s >> 12;
@@ -52,7 +55,8 @@ int main(int argc, char **argv) {
   int me, n;
   collie_comm_rank(comm, &me);
   collie_comm_size(comm, &n);
-  int32_t *in = malloc(sizeof(int32_t) * BIG * (size_t)n), *out = malloc(sizeof(int32_t) * BIG * (size_t)n);
+  const size_t len = (size_t)BIG * (size_t)n > MAX_LARGE ? (size_t)BIG * (size_t)n : MAX_LARGE;
+  int32_t *in = malloc(sizeof(int32_t) * len), *out = malloc(sizeof(int32_t) * len);
   if (!in || !out) return 1;
   uint64_t shared = seed | 1, own = (seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(me + 1))) | 1;
   int bad = 0, kind = 0, root = 0, burst = 0;
@@ -62,12 +66,13 @@ int main(int argc, char **argv) {
     /* Bursts of one kind and root: a root broadcasting many times in a row is what runs
      * ahead; a burst may outlast the inline slots (32). */
     if (burst-- <= 0) {
-      kind = (int)(next(&shared) % 8);
+      kind = (int)(next(&shared) % 10);
       root = (int)(next(&shared) % (uint64_t)n);
-      burst = kind < 6 ? (int)(next(&shared) % 80) : 0;
+      burst = kind < 6 ? (int)(next(&shared) % 80) : kind >= 8 ? (int)(next(&shared) % 6) : 0;
     }
-    const size_t count = 1 + next(&shared) % MAX_SMALL;
-    if (kind < 4) { /* broadcast */
+    size_t count = 1 + next(&shared) % MAX_SMALL;
+    if (kind >= 8) count = MAX_LARGE / 8 + next(&shared) % (MAX_LARGE - MAX_LARGE / 8); /* staged, several rounds */
+    if (kind < 4 || kind == 8) { /* broadcast */
       for (size_t j = 0; j < count; j++) out[j] = me == root ? value(it, me, j) : -1;
       bad = check(collie_broadcast(out, out, count, COLLIE_INT32, root, comm), me, it, "broadcast");
       for (size_t j = 0; j < count && !bad; j++)
@@ -80,7 +85,7 @@ int main(int argc, char **argv) {
         for (int r = 0; r < n; r++) want += value(it, r, j);
         if (out[j] != want) bad = fail(me, it, "reduce", j, out[j], want);
       }
-    } else if (kind < 7) { /* allreduce */
+    } else if (kind == 6 || kind == 9) { /* allreduce */
       for (size_t j = 0; j < count; j++) in[j] = value(it, me, j);
       bad = check(collie_allreduce(in, out, count, COLLIE_INT32, COLLIE_SUM, comm), me, it, "allreduce");
       for (size_t j = 0; j < count && !bad; j++) {

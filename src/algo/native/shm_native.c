@@ -125,9 +125,49 @@ static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g
   }
 }
 
+/* The area's two layouts. Most collectives stage round g in buffer g mod 2, of the area's
+ * size. A staged broadcast cuts both buffers into slots of its round's size and stages
+ * round g in slot g mod slots: with a 1 MiB area, 8 slots of 256 KiB, so that the root
+ * runs up to 8 rounds ahead of its readers instead of 2, and with more ranks than cores
+ * hands its core over once per 2 MiB rather than per 512 KiB (4 ranks on 2 cores, 1 MiB
+ * broadcast in place, medians of 5: 11.0 against 12.9 GB/s busbw; 64 MiB 7.0 against 8.6).
+ * With a 256 KiB area both layouts are the same. */
+enum { LAYOUT_BUFFERS, LAYOUT_SLOTS };
+static int layout(const collie_op_t *op) {
+  return op->coll == COLLIE_COLL_BROADCAST ? LAYOUT_SLOTS : LAYOUT_BUFFERS;
+}
+
+static uint64_t area_slots(const collie_comm_t *comm) {
+  const uint64_t k = 2 * comm->shm->area_size / round_bytes(comm, COLLIE_COLL_BROADCAST);
+  return k < 2 ? 2 : k;
+}
+
+/* Rounds after which round g's staging space is free again (when every rank has finished
+ * round g - back). */
+static uint64_t reuse_distance(const collie_comm_t *comm, const collie_op_t *op) {
+  if (op->nat_inline) return COLLIE_SHM_INLINE_SLOTS;
+  return layout(op) == LAYOUT_SLOTS ? area_slots(comm) : 2;
+}
+
 static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
   if (op->nat_inline) return inline_bytes(comm, op, rank, round);
-  return collie_shm_area_buf(shm_area_of(comm, rank), (int)(round & 1), comm->shm->area_size);
+  char *area = collie_shm_area_buf(shm_area_of(comm, rank), 0, comm->shm->area_size);
+  if (layout(op) == LAYOUT_SLOTS)
+    return area + (size_t)(round % area_slots(comm)) * round_bytes(comm, COLLIE_COLL_BROADCAST);
+  return area + (size_t)(round & 1) * comm->shm->area_size;
+}
+
+/* Inline rounds leave the area alone. A staged round in one layout may overlap any of the
+ * last rounds in the other, so an operation whose layout differs from the one before
+ * stages nothing until every rank has finished those (nat_fence). */
+void collie_native_number(collie_comm_t *comm, collie_op_t *op) {
+  op->nat_base = op->nat_round = comm->native_rounds;
+  op->nat_end = comm->native_rounds += op->nat_nrounds;
+  op->nat_fence = 0;
+  if (op->nat_inline) return;
+  const int l = layout(op);
+  op->nat_fence = comm->native_end[!l];
+  comm->native_end[l] = op->nat_end;
 }
 
 /* The round's element range [lo, lo+len) within each block (or the vector). */
@@ -410,12 +450,14 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
   while (op->nat_round < op->nat_end) {
     const uint64_t g = op->nat_round, k = g - op->nat_base;
     if (op->nat_phase == PH_FILL) {
-      /* This staging buffer was last used in round g-2, this inline slot in round
-       * g-SLOTS: everyone must have finished that round. A rank stages a round only after
-       * finishing the one before, so when round g-1 waited for everyone's staging, that is
-       * known already. */
-      const uint64_t back = op->nat_inline ? COLLIE_SHM_INLINE_SLOTS : 2;
+      /* This staging buffer was last used in round g-2 (a broadcast's slot in round
+       * g-slots, an inline slot in round g-SLOTS): everyone must have finished that round.
+       * A rank stages a round only after finishing the one before, so when round g-1
+       * waited for everyone's staging, that is known already. After rounds in the other
+       * layout, everyone must have finished those (nat_fence). */
+      const uint64_t back = reuse_distance(comm, op);
       if (g >= back && !comm->native_prev_all && !done_known(comm, op, g - back + 1)) return moved;
+      if (op->nat_fence > comm->native_done_seen && !done_known(comm, op, op->nat_fence)) return moved;
       /* The first round carries the call's fingerprint and buffer locations; only it is
        * checked. A rank whose buffers the others could reach stages nothing until everyone
        * has said whether theirs can be reached too: then nobody copies twice. */

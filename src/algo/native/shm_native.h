@@ -50,6 +50,10 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
 /* Fills the operation's native fields (rounds, piece sizes) from the arguments. */
 void collie_native_prepare(struct collie_op *op, const collie_coll_args_t *args);
 
+/* At posting (under comm->lock): numbers the operation's rounds after the communicator's
+ * last ones. */
+void collie_native_number(collie_comm_t *comm, struct collie_op *op);
+
 /* Advances the oldest unfinished native operation (under comm->lock). >0 if it moved. */
 int collie_native_progress(collie_comm_t *comm);
 
