@@ -603,7 +603,20 @@ collie_result_t collie_ctl_barrier(collie_comm_t *comm, const char *my_error) {
        * the peers' shared-memory segments, and a rank still opening them would otherwise
        * find them gone before it learns why, and report that instead. */
       int64_t told = deadline_after_ms(2000);
-      if (recv_frame(c->root_fd, &f, &pl, told < deadline ? told : deadline) == 0) free(pl);
+      if (recv_frame(c->root_fd, &f, &pl, told < deadline ? told : deadline) == 0) {
+        /* Rank 0 answers with the first failure it heard. Another rank's, heard before
+         * this one, most likely caused it: a rank that gave up closed its sockets, and a
+         * connection of this rank to it was reset (fault_fd_limit, 8 ranks: once "rank 7
+         * could not greet rank 5 ...: Connection reset by peer", where the 7 others named
+         * rank 0's limit of open files). So that cause comes first in this rank's error. */
+        const char *first = f.type == COLLIE_CTL_FAIL && pl ? ((fail_t *)pl)->text : NULL;
+        if (first && first[0] && strncmp(first, ft.text, strlen(first)) != 0) {
+          char mine[900]; /* my_error may be comm's last error, which collie_error rewrites */
+          snprintf(mine, sizeof(mine), "%s", my_error);
+          collie_error(comm, COLLIE_ERR_REMOTE, "%.1000s; after that, %s", first, mine);
+        }
+        free(pl);
+      }
       return COLLIE_ERR_SYSTEM;
     }
     send_frame(c->root_fd, COLLIE_CTL_BARRIER, comm->rank, NULL, 0, deadline);
