@@ -159,13 +159,14 @@ static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64
 
 /* Inline rounds leave the area alone. A staged round in one layout may overlap any of the
  * last rounds in the other, so an operation whose layout differs from the one before
- * stages nothing until every rank has finished those (nat_fence). */
+ * stages nothing until every rank has finished those (nat_fence). Where the layouts are
+ * the same (two slots), nothing waits. */
 void collie_native_number(collie_comm_t *comm, collie_op_t *op) {
   op->nat_base = op->nat_round = comm->native_rounds;
   op->nat_end = comm->native_rounds += op->nat_nrounds;
   op->nat_fence = 0;
   if (op->nat_inline) return;
-  const int l = layout(op);
+  const int l = area_slots(comm) > 2 ? layout(op) : LAYOUT_BUFFERS;
   op->nat_fence = comm->native_end[!l];
   comm->native_end[l] = op->nat_end;
 }
