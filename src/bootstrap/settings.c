@@ -5,10 +5,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bootstrap/unique_id.h"
 #include "core/comm_internal.h"
 #include "core/params.h"
+#include "transport/shm.h"
 #include "tune/tune.h"
 
 typedef enum { SCOPE_JOB, SCOPE_TCP, SCOPE_HOST, SCOPE_ONE_HOST } scope_t;
@@ -96,7 +98,15 @@ void collie_settings_read(const collie_comm_t *comm, collie_settings_t *s) {
   from_param(s, COLLIE_SET_TCP_NSOCKS, COLLIE_P_TCP_NSOCKS, NULL);
   from_param(s, COLLIE_SET_SHM_NSLOTS, COLLIE_P_SHM_NSLOTS, NULL);
   from_param(s, COLLIE_SET_SHM_SLOT_SIZE, COLLIE_P_SHM_SLOT_SIZE, NULL);
+  /* The area's size as this rank would make it, since unset it follows the online CPUs
+   * (transport/shm.c): 1M on one rank and unset on another agree where unset means 1M.
+   * Compared only when every rank shares one host (nranks is then its rank count). */
   from_param(s, COLLIE_SET_SHM_COLL_SIZE, COLLIE_P_SHM_COLL_SIZE, NULL);
+  s->key[COLLIE_SET_SHM_COLL_SIZE] = collie_shm_area_bytes(comm->nranks);
+  if (strcmp(collie_param_source(COLLIE_P_SHM_COLL_SIZE), "environment") != 0)
+    snprintf(s->shown[COLLIE_SET_SHM_COLL_SIZE], COLLIE_SETTING_SHOWN,
+             "has it unset (%zu KiB for %d ranks on %ld online CPUs)", collie_shm_area_bytes(comm->nranks) >> 10,
+             comm->nranks, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 /* The pairs setup_transports will join by shared memory. */

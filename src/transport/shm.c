@@ -197,12 +197,30 @@ static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len)
  * need 72). The online CPU count, not this process's affinity, so that every rank of
  * the host sizes its segment alike. */
 enum { AREA_OVERSUBSCRIBED = 1 << 20, AREA_HOST_BUDGET = 48 << 20 };
-static size_t area_bytes(const collie_comm_t *comm, size_t seg_bytes) {
+
+/* The rings' geometry from COLLIE_SHM_NSLOTS and COLLIE_SHM_SLOT_SIZE, as every rank of a
+ * host computes it. */
+static void ring_geometry(uint64_t *nslots, uint64_t *slot_size) {
+  *nslots = (uint64_t)collie_param_int(COLLIE_P_SHM_NSLOTS);
+  *slot_size = (uint64_t)collie_param_int(COLLIE_P_SHM_SLOT_SIZE);
+  if (*nslots < 2) *nslots = 2;
+  *slot_size = (*slot_size + 63) & ~63ull;
+  if (*slot_size < 4096) *slot_size = 4096;
+}
+
+/* A segment's header and rings for nlocal ranks. */
+static size_t rings_bytes(int nlocal) {
+  uint64_t nslots, slot_size;
+  ring_geometry(&nslots, &slot_size);
+  return sizeof(collie_shm_seg_hdr_t) + (size_t)nlocal * ring_bytes(nslots, slot_size);
+}
+
+size_t collie_shm_area_bytes(int nlocal) {
   size_t set = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
   if (strcmp(collie_param_source(COLLIE_P_SHM_COLL_SIZE), "environment") == 0) return set;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus < 1 || comm->nlocal <= cpus) return set;
-  const size_t host = (size_t)comm->nlocal * (seg_bytes + 2 * AREA_OVERSUBSCRIBED + 8192);
+  if (cpus < 1 || nlocal <= cpus) return set;
+  const size_t host = (size_t)nlocal * (rings_bytes(nlocal) + 2 * AREA_OVERSUBSCRIBED + 8192);
   return host <= AREA_HOST_BUDGET && set < AREA_OVERSUBSCRIBED ? AREA_OVERSUBSCRIBED : set;
 }
 
@@ -210,15 +228,11 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_state_t *st = calloc(1, sizeof(*st));
   if (!st) return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
   comm->shm = st;
-  st->nslots = (uint64_t)collie_param_int(COLLIE_P_SHM_NSLOTS);
-  st->slot_size = (uint64_t)collie_param_int(COLLIE_P_SHM_SLOT_SIZE);
-  if (st->nslots < 2) st->nslots = 2;
-  st->slot_size = (st->slot_size + 63) & ~63ull;
-  if (st->slot_size < 4096) st->slot_size = 4096;
-  st->seg_bytes = sizeof(collie_shm_seg_hdr_t) + (size_t)comm->nlocal * ring_bytes(st->nslots, st->slot_size);
+  ring_geometry(&st->nslots, &st->slot_size);
+  st->seg_bytes = rings_bytes(comm->nlocal);
   /* The collective area exists when every rank shares this host: the shared-memory
    * collectives need all ranks' areas. Its pages are touched only when used. */
-  size_t coll = area_bytes(comm, st->seg_bytes);
+  size_t coll = collie_shm_area_bytes(comm->nlocal);
   if (coll && comm->nlocal == comm->nranks) {
     st->area_size = (coll + 4095) & ~(size_t)4095;
     st->area_off = (st->seg_bytes + 4095) & ~(size_t)4095;
@@ -302,8 +316,10 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
       close(fd);
       return collie_error(comm, COLLIE_ERR_SYSTEM,
                           "rank %d found the shared memory segment of %s with an unexpected size; all ranks "
-                          "must use the same COLLIE_SHM_NSLOTS, COLLIE_SHM_SLOT_SIZE and COLLIE_SHM_COLL_SIZE",
-                          comm->rank, collie_peer_desc(comm, r, pd, sizeof(pd)));
+                          "must use the same COLLIE_SHM_NSLOTS, COLLIE_SHM_SLOT_SIZE and COLLIE_SHM_COLL_SIZE "
+                          "(unset, the last follows the online CPUs this rank sees: %ld; set it on every rank "
+                          "where containers see different counts)",
+                          comm->rank, collie_peer_desc(comm, r, pd, sizeof(pd)), sysconf(_SC_NPROCESSORS_ONLN));
     }
     void *p = mmap(NULL, st->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;

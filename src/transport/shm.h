@@ -197,6 +197,11 @@ bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, col
 /* Phase 1: create this rank's segment. Phase 2 (after all local ranks created theirs):
  * map the peers' segments and set up their transport state. Phase 3 (after all mapped):
  * unlink. The caller runs a barrier between the phases. */
+/* The bytes of each of the two buffers of the collective area of a host with nlocal ranks
+ * (COLLIE_SHM_COLL_SIZE, or what it means unset there); 0: none. The same on every rank
+ * of a host with the same settings. */
+size_t collie_shm_area_bytes(int nlocal);
+
 collie_result_t collie_shm_create(collie_comm_t *comm);
 collie_result_t collie_shm_connect(collie_comm_t *comm);
 void collie_shm_unlink(collie_comm_t *comm);
