@@ -15,9 +15,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                         "Log level: NONE, WARN, INFO or TRACE.", "NONE,WARN,INFO,TRACE"},
     [COLLIE_P_DEBUG_SUBSYS] = {"COLLIE_DEBUG_SUBSYS", COLLIE_PT_STRING, "ALL",
                                "Subsystems to log: comma list of INIT, BOOTSTRAP, TRANSPORT, COLL, TUNE, ALL; "
-                               "a leading ^ excludes the listed ones."},
+                               "a leading ^ excludes the listed ones.", NULL},
     [COLLIE_P_DEBUG_FILE] = {"COLLIE_DEBUG_FILE", COLLIE_PT_STRING, NULL,
-                             "Write logs to this file instead of stderr; %h host, %p pid, %r rank."},
+                             "Write logs to this file instead of stderr; %h host, %p pid, %r rank.", NULL},
     [COLLIE_P_CONNECT_TIMEOUT] = {"COLLIE_CONNECT_TIMEOUT", COLLIE_PT_INT, "60",
                                   "Seconds to wait for peers while creating a communicator.", "1-2147483"},
     [COLLIE_P_EXEC_TIMEOUT] = {"COLLIE_EXEC_TIMEOUT", COLLIE_PT_INT, "600",
@@ -34,20 +34,20 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                 "Network interfaces to use: prefixes (eth,ib), ^ to exclude, = for exact "
                                 "names (NCCL's syntax). Default: the address of the route to the root (rank 0: "
                                 "the root address), unless that is loopback or not this host's: then the "
-                                "first non-loopback interface."},
+                                "first non-loopback interface.", NULL},
     [COLLIE_P_ROOT_ADDR] = {"COLLIE_ROOT_ADDR", COLLIE_PT_STRING, NULL,
                             "host:port where rank 0 listens for the others (collie_comm_init_env). "
-                            "MASTER_ADDR/MASTER_PORT are read when unset."},
+                            "MASTER_ADDR/MASTER_PORT are read when unset.", NULL},
     [COLLIE_P_HOST_ID] = {"COLLIE_HOST_ID", COLLIE_PT_STRING, NULL,
-                          "Overrides host detection: ranks with the same id are on one host (tests)."},
+                          "Overrides host detection: ranks with the same id are on one host (tests).", NULL},
     [COLLIE_P_PORT_RANGE] = {"COLLIE_PORT_RANGE", COLLIE_PT_STRING, NULL,
                              "lo-hi: ports collie's listening sockets may use: one per rank of a host and communicator, and "
                              "one more on the host of a communicator's rank 0 while it is created (the unique id's, "
-                             "or a split's); default any free port. A malformed range fails communicator creation."},
+                             "or a split's); default any free port. A malformed range fails communicator creation.", NULL},
     [COLLIE_P_TCP_NSOCKS] = {"COLLIE_TCP_NSOCKS", COLLIE_PT_INT, "2",
                              "TCP sockets per peer; large messages are striped across them.", "1-16"},
     [COLLIE_P_TCP_STRIPE_MIN] = {"COLLIE_TCP_STRIPE_MIN", COLLIE_PT_SIZE, "256K",
-                                 "Messages at least this large are striped over all sockets of a peer."},
+                                 "Messages at least this large are striped over all sockets of a peer.", NULL},
     [COLLIE_P_SHM_NSLOTS] = {"COLLIE_SHM_NSLOTS", COLLIE_PT_INT, "8",
                              "Slots in each shared-memory ring (one ring per ordered pair of local ranks).", "2-4096"},
     [COLLIE_P_SHM_SLOT_SIZE] = {"COLLIE_SHM_SLOT_SIZE", COLLIE_PT_SIZE, "128K",
@@ -55,7 +55,7 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_SHM_COLL_SIZE] = {"COLLIE_SHM_COLL_SIZE", COLLIE_PT_SIZE, "256K",
                                 "Bytes each rank stages per round in the shared-memory collectives (algorithm "
                                 "'shm'; two such buffers per rank). 0 turns them off. Unset: 256K, or 1M where the "
-                                "host's ranks outnumber its CPUs and their segments stay within 48 MiB."},
+                                "host's ranks outnumber its CPUs and their segments stay within 48 MiB.", NULL},
     [COLLIE_P_SHM_DIRECT] = {"COLLIE_SHM_DIRECT", COLLIE_PT_INT, "1",
                              "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "
@@ -74,7 +74,7 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "
                                "they copy from a buffer in memory (the caller's or a peer's, not a staging "
-                               "buffer); 0: never."},
+                               "buffer); 0: never.", NULL},
     [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",
                                "1: at a process's first communicator, when the host's ranks fit on the CPUs it may "
                                "use, each rank starts on the CPU of its local index (its affinity mask stays as it "
@@ -85,37 +85,37 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                        "Microseconds a waiting rank polls before it starts yielding its core (0 when the "
                        "host's ranks outnumber its cores, unless set; then a rank in a shared-memory "
                        "collective still polls up to 16 times a yield while the peer it waits for runs, "
-                       "except with a progress thread)."},
+                       "except with a progress thread).", NULL},
     [COLLIE_P_YIELD] = {"COLLIE_YIELD", COLLIE_PT_INT, "2000",
                         "Microseconds a waiting rank yields (sched_yield) before it sleeps on a futex. The "
                         "clock is read every 64 idle rounds, so unless COLLIE_SPIN and COLLIE_YIELD are "
-                        "both 0 a wait polls or yields at least 63 rounds before it sleeps."},
+                        "both 0 a wait polls or yields at least 63 rounds before it sleeps.", NULL},
     [COLLIE_P_ALGO] = {"COLLIE_ALGO", COLLIE_PT_STRING, NULL,
                        "Force algorithms: 'ring' (every collective that has it), "
-                       "'allreduce:tree;allgather:bruck', '^mesh' to exclude."},
+                       "'allreduce:tree;allgather:bruck', '^mesh' to exclude.", NULL},
     [COLLIE_P_PROTO] = {"COLLIE_PROTO", COLLIE_PT_STRING, NULL,
                         "Protocol: simple (the only one today, and the default); ll is reserved for a "
-                        "low-latency protocol and runs as simple. Other names are refused."},
+                        "low-latency protocol and runs as simple. Other names are refused.", NULL},
     [COLLIE_P_TUNING_FILE] = {"COLLIE_TUNING_FILE", COLLIE_PT_STRING, NULL,
                               "Cost-model figures (alpha, beta per transport, gamma) written by collie-tune; "
-                              "read at communicator creation. Unset: built-in defaults (docs/tuning.md)."},
+                              "read at communicator creation. Unset: built-in defaults (docs/tuning.md).", NULL},
     [COLLIE_P_CHUNK_SIZE] = {"COLLIE_CHUNK_SIZE", COLLIE_PT_SIZE, "64K",
                              "Pipelining chunk of the collective algorithms. Unset: 64K when every rank shares "
                              "one host, 1M when some ranks talk TCP.", "1-"},
-    [COLLIE_P_RANK] = {"COLLIE_RANK", COLLIE_PT_INT, NULL, "This process's rank (set by collie-run)."},
-    [COLLIE_P_NRANKS] = {"COLLIE_NRANKS", COLLIE_PT_INT, NULL, "Number of ranks (set by collie-run)."},
+    [COLLIE_P_RANK] = {"COLLIE_RANK", COLLIE_PT_INT, NULL, "This process's rank (set by collie-run).", NULL},
+    [COLLIE_P_NRANKS] = {"COLLIE_NRANKS", COLLIE_PT_INT, NULL, "Number of ranks (set by collie-run).", NULL},
     [COLLIE_P_LOCAL_RANK] = {"COLLIE_LOCAL_RANK", COLLIE_PT_INT, NULL,
-                             "Rank among the ranks of this host (set by collie-run)."},
+                             "Rank among the ranks of this host (set by collie-run).", NULL},
     [COLLIE_P_JOB_ID] = {"COLLIE_JOB_ID", COLLIE_PT_STRING, NULL,
-                         "Job identity shared by the ranks of one job (set by collie-run)."},
+                         "Job identity shared by the ranks of one job (set by collie-run).", NULL},
     [COLLIE_P_ROOT_LISTEN_FD] = {"COLLIE_ROOT_LISTEN_FD", COLLIE_PT_INT, NULL,
-                                 "Listening socket inherited by rank 0 from collie-run."},
+                                 "Listening socket inherited by rank 0 from collie-run.", NULL},
     [COLLIE_P_LOCAL_SIZE] = {"COLLIE_LOCAL_SIZE", COLLIE_PT_INT, NULL,
-                             "Number of ranks on this host (set by collie-run)."},
+                             "Number of ranks on this host (set by collie-run).", NULL},
     [COLLIE_P_REDUCE_ISA] = {"COLLIE_REDUCE_ISA", COLLIE_PT_STRING, "auto",
                              "Reduction kernels: auto (AVX2 where the CPU has it) or portable.", "auto,portable"},
     [COLLIE_P_RUN_GRACE] = {"COLLIE_RUN_GRACE", COLLIE_PT_INT, "30",
-                            "collie-run: seconds the other ranks get to finish after one failed."},
+                            "collie-run: seconds the other ranks get to finish after one failed.", NULL},
 };
 
 typedef struct {
