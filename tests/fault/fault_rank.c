@@ -41,6 +41,7 @@
  *
  * Ranks come from COLLIE_RANK/COLLIE_NRANKS/COLLIE_ROOT_ADDR (collie_comm_init_env). Every
  * outcome is printed as one line; the exit status says pass (0) or fail (1). */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -78,16 +79,28 @@ static int loop(int victim, int mode) {
   const char *child_pid_file = getenv("FAULT_FORK_CHILD");
   if (child_pid_file && rank == victim) {
     fflush(stdout);
+    /* "ready" only once the child's pid is in the file: the test reads it then, and a
+     * child not yet scheduled failed the test once under load ("the victim's child is not
+     * running"). */
+    int written[2];
+    if (pipe(written) != 0) return 1;
     pid_t child = fork();
     if (child == 0) {
+      close(written[0]);
       FILE *f = fopen(child_pid_file, "w");
       if (f) {
         fprintf(f, "%d\n", (int)getpid());
         fclose(f);
       }
+      close(written[1]); /* the parent's read returns */
       sleep(30);
       _exit(0);
     }
+    close(written[1]);
+    char c;
+    while (child > 0 && read(written[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    close(written[0]);
   }
   printf("rank %d ready\n", rank);
   fflush(stdout);
