@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that building and testing collie need. Idempotent: when
-# everything is present it only checks and returns. Set COLLIE_WITH_CLANG=1 to add clang.
+# everything is present it only checks and returns.
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config
       openmpi-bin libopenmpi-dev mpich libmpich-dev   # launchers the tests use
       iperf3 iproute2 procps psmisc bc               # loopback probe, netns, process checks, test timing
       python3 python3-matplotlib                     # perf-report's plots
-      g++ libgloo-dev)                               # make bench: the Gloo comparison
-[[ "${COLLIE_WITH_CLANG:-0}" == 1 ]] && pkgs+=(clang)
+      g++ libgloo-dev                                # make bench: the Gloo comparison
+      clang)                                         # the clang_warnings test
 
 missing=()
 for p in "${pkgs[@]}"; do

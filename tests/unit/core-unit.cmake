@@ -29,6 +29,10 @@ add_test(NAME docs_environment_current
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/docs_env_test.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:collie-info>)
 set_tests_properties(docs_environment_current PROPERTIES TIMEOUT 30 LABELS unit)
 
+add_test(NAME clang_warnings COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/clang_warnings_test.sh ${PROJECT_SOURCE_DIR})
+# Not about memory: once, in the plain suite.
+set_tests_properties(clang_warnings PROPERTIES TIMEOUT 120 LABELS "unit;noasan")
+
 add_test(NAME install_package
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install_test.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
 # Packaging, not memory: an ASan-built static library cannot link into a plain program.
