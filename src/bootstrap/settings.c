@@ -102,11 +102,12 @@ void collie_settings_read(const collie_comm_t *comm, collie_settings_t *s) {
    * (transport/shm.c): 1M on one rank and unset on another agree where unset means 1M.
    * Compared only when every rank shares one host (nranks is then its rank count). */
   from_param(s, COLLIE_SET_SHM_COLL_SIZE, COLLIE_P_SHM_COLL_SIZE, NULL);
-  s->key[COLLIE_SET_SHM_COLL_SIZE] = collie_shm_area_bytes(comm->nranks);
+  const size_t area = collie_shm_area_bytes(comm->nranks);
   if (strcmp(collie_param_source(COLLIE_P_SHM_COLL_SIZE), "environment") != 0)
     snprintf(s->shown[COLLIE_SET_SHM_COLL_SIZE], COLLIE_SETTING_SHOWN,
-             "has it unset (%zu KiB for %d ranks on %ld online CPUs)", collie_shm_area_bytes(comm->nranks) >> 10,
-             comm->nranks, sysconf(_SC_NPROCESSORS_ONLN));
+             "has it unset (%zu KiB for %d ranks on %ld online CPUs)", area >> 10, comm->nranks,
+             sysconf(_SC_NPROCESSORS_ONLN));
+  s->key[COLLIE_SET_SHM_COLL_SIZE] = area;
 }
 
 /* The pairs setup_transports will join by shared memory. */

@@ -458,7 +458,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
        * layout, everyone must have finished those (nat_fence). */
       const uint64_t back = reuse_distance(comm, op);
       if (g >= back && !comm->native_prev_all && !done_known(comm, op, g - back + 1)) return moved;
-      if (op->nat_fence > comm->native_done_seen && !done_known(comm, op, op->nat_fence)) return moved;
+      if (!done_known(comm, op, op->nat_fence)) return moved; /* at once once known (or 0) */
       /* The first round carries the call's fingerprint and buffer locations; only it is
        * checked. A rank whose buffers the others could reach stages nothing until everyone
        * has said whether theirs can be reached too: then nobody copies twice. */
