@@ -80,7 +80,9 @@ def fmt_bw(v):
 def fmt_us(v):
     if v is None:
         return "–"
-    return f"{v:.1f}" if v < 1000 else f"{v:,.0f}"
+    # below 10 us two decimals: the 2-rank rows differ by hundredths (and sit near the
+    # line probe's floor)
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 1000 else f"{v:,.0f}"
 
 
 class Runner:
@@ -243,6 +245,13 @@ class Runner:
         """A sched_yield handoff between two processes on one CPU (bench/yield_probe.c)."""
         out = self.run_probe("yield_probe", [], "yield probe") or ""
         m = re.search(r"one CPU:\s+([\d.]+) us", out)
+        return float(m.group(1)) if m else None
+
+    def probe_line(self):
+        """One cache-line exchange each way between two processes: the floor of a 2-rank
+        small all-reduce on shared memory (bench/line_probe.c)."""
+        out = self.run_probe("line_probe", [], "line probe") or ""
+        m = re.search(r"reads the other's\): best ([\d.]+) us", out)
         return float(m.group(1)) if m else None
 
     @staticmethod
@@ -500,6 +509,9 @@ class Runner:
                      f"{mc[0]:.2f} ms / {st[0]:.2f} ms; {max(mc[1], st[1]):.2f} GB/s |")
         if getattr(self, "yield_us", None):
             L.append(f"| sched_yield handoff between two processes on one CPU (bench/yield_probe.c) | {self.yield_us:.2f} us |")
+        if getattr(self, "line_us", None):
+            L.append("| a cache line each way between two processes on two CPUs, each publishing then reading the "
+                     f"other's: the floor of a 2-rank 8 B all-reduce (bench/line_probe.c) | {self.line_us:.3f} us |")
         if getattr(self, "tcp2", None):
             L.append(f"| TCP over loopback, 4 MiB writes (bench/tcp_probe.c): one way / both ways at once | "
                      f"{self.tcp2[0]:.2f} GB/s / {self.tcp2[1]:.2f} GB/s per direction |")
@@ -586,6 +598,11 @@ class Runner:
         L.append("")
         L.append("(All-gather, reduce-scatter and all-to-all need one element per rank, so their smallest size "
                  "grows with the rank count.)")
+        if getattr(self, "line_us", None):
+            L.append("")
+            L.append(f"A 2-rank all-reduce, all-gather, reduce-scatter or all-to-all needs the other rank's data: "
+                     f"one cache line each way at least, {self.line_us:.3f} us on this machine with nothing else "
+                     f"around it (bench/line_probe.c). A broadcast's root only writes.")
         L.append("")
 
         # Per collective
@@ -762,6 +779,7 @@ def main():
     r.tcp2 = r.probe_tcp_two_way()
     r.exchange = r.probe_exchange()
     r.yield_us = r.probe_yield()
+    r.line_us = r.probe_line()
     r.copy_pair = r.probe_copy_pair()
     log(f"tcp_probe: {r.tcp2}" if r.tcp2 else "tcp_probe: not measured")
     log(f"process_vm_readv: {r.cma}" if r.cma else "process_vm_readv: not measured")
