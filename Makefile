@@ -35,7 +35,7 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	scripts/run-tests.sh $(ASAN_BUILD) -LE noasan $(CTEST_ARGS)
 
-# collie against Open MPI, MPICH and Gloo on this host (bench/README.md); about 15 minutes,
+# collie against Open MPI, MPICH and Gloo on this host (bench/README.md); 14 to 20 minutes,
 # BENCH_QUICK=1 for a 3-minute subset. Writes bench/results/latest.md and PNGs.
 bench: deps build
 	BENCH_QUICK=$(BENCH_QUICK) /usr/bin/python3 bench/compare/run.py --build $(BUILD)
