@@ -19,9 +19,10 @@ for range in 29800-29700 abc 0-10 100-70000 100-200x; do
 done
 echo "== malformed ranges refused on every rank"
 
-# Two free neighbouring ports, picked now (no fixed port): one short for 3 ranks over TCP.
-port=$(python3 "$(dirname "$0")/../common/free_port_pair.py")
-[ -n "$port" ] || fail "found no two free neighbouring ports"
+# Six free neighbouring ports, picked now (no fixed port): the first two are one short for
+# 3 ranks over TCP, all six enough.
+port=$(python3 "$(dirname "$0")/../common/free_ports.py" 6)
+[ -n "$port" ] || fail "found no six free neighbouring ports"
 range=$port-$((port + 1))
 start=$(date +%s)
 COLLIE_TRANSPORT=tcp COLLIE_PORT_RANGE=$range ranks && { cat "$out"; fail "3 ranks over TCP ran with 2 ports"; }

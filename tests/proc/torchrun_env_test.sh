@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v python3 >/dev/null || fail "python3 is missing (scripts/install-deps.sh installs it)"
 
 # Two free neighbouring ports, picked now: MASTER_PORT and the one above.
-port=$(python3 "$(dirname "$0")/../common/free_port_pair.py")
+port=$(python3 "$(dirname "$0")/../common/free_ports.py" 2)
 [ -n "$port" ] || fail "found no two free neighbouring ports"
 
 # ranks N VAR=VALUE...: N ranks of coll_check with the torchrun variables and these.
