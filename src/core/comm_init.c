@@ -139,13 +139,18 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   return res;
 }
 
-/* When the ranks of this host outnumber the cores this process may use (its affinity, or
- * its cgroup's CPU quota: core/cpus.h), polling only keeps a peer that has work off the
- * core: measured on 2 cores, an 8 B allreduce took 77 us on 4 ranks with 20 us of polling
- * and 5 us without (8 ranks: 102 us and 11 us). So an oversubscribed rank yields at once,
- * unless COLLIE_SPIN says otherwise. */
+/* When the ranks of this host outnumber the cores they may use (the union of their affinity
+ * masks, or this process's cgroup CPU quota: core/cpus.h), polling only keeps a peer that
+ * has work off the core: measured on 2 cores, an 8 B allreduce took 77 us on 4 ranks with
+ * 20 us of polling and 5 us without (8 ranks: 102 us and 11 us). So an oversubscribed rank
+ * yields at once, unless COLLIE_SPIN says otherwise. The union, not this rank's own mask:
+ * ranks bound to a core each (mpirun --bind-to core) see one CPU apiece and counted
+ * themselves oversubscribed. */
 static void choose_wait_policy(collie_comm_t *comm) {
-  int cores = collie_usable_cpus();
+  const uint64_t *masks[comm->nlocal];
+  for (int i = 0; i < comm->nlocal; i++) masks[i] = comm->cards[comm->local_ranks[i]].cpus;
+  int cores = collie_host_usable_cpus(masks, comm->nlocal, COLLIE_CARD_CPU_WORDS);
+  if (cores < 1) cores = collie_usable_cpus();
   bool user_spin = strcmp(collie_param_source(COLLIE_P_SPIN), "environment") == 0;
   comm->oversubscribed = comm->nlocal > cores;
   if (!user_spin && comm->oversubscribed) comm->spin = 0;
@@ -326,6 +331,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   card.caps = (tr && !strcasecmp(tr, "tcp")) ? 0 : COLLIE_CAP_SHM;
   snprintf(card.hostname, sizeof(card.hostname), "%s", collie_hostname());
   collie_host_id(card.host_id, sizeof(card.host_id));
+  collie_affinity_bits(card.cpus, COLLIE_CARD_CPU_WORDS);
 
   if (rank == 0 && listen_fd < 0) listen_fd = collie_id_listener_take(info.secret);
   if (rank == 0 && listen_fd < 0 && nranks > 1) {

@@ -147,6 +147,31 @@ int collie_cgroup_cpu_limit(const char *proc_cgroup, const char *mountinfo) {
   return v2 > 0 && (v1 == 0 || v2 < v1) ? v2 : v1;
 }
 
+void collie_affinity_bits(uint64_t *bits, int words) {
+  memset(bits, 0, sizeof(*bits) * (size_t)words);
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  for (int c = 0; c < CPU_SETSIZE && c < 64 * words; c++)
+    if (CPU_ISSET(c, &set)) bits[c / 64] |= (uint64_t)1 << (c % 64);
+}
+
+int collie_host_usable_cpus(const uint64_t *const *masks, int n, int words) {
+  int count = 0;
+  for (int w = 0; w < words; w++) {
+    uint64_t u = 0;
+    for (int i = 0; i < n; i++) u |= masks[i][w];
+    count += __builtin_popcountll(u);
+  }
+  for (int i = 0; i < n; i++) {
+    bool known = false;
+    for (int w = 0; w < words && !known; w++) known = masks[i][w] != 0;
+    if (!known) return 0;
+  }
+  int quota = collie_cgroup_cpu_limit("/proc/self/cgroup", "/proc/self/mountinfo");
+  if (quota > 0 && quota < count) count = quota;
+  return count;
+}
+
 int collie_usable_cpus(void) {
   cpu_set_t set;
   long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);

@@ -74,3 +74,7 @@ set_tests_properties(netns_two_hosts PROPERTIES TIMEOUT 150 LABELS fault)
 # Ranks started the torchrun way: collie meets beside the port torchrun's store holds.
 add_test(NAME torchrun_env COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/torchrun_env_test.sh $<TARGET_FILE:coll_check>)
 set_tests_properties(torchrun_env PROPERTIES TIMEOUT 120 ENVIRONMENT "${COLLIE_TEST_ENV}")
+# Ranks bound to a core each are not oversubscribed; bound to one core together, they are.
+add_test(NAME bound_ranks COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bound_ranks_test.sh $<TARGET_FILE:collie-run>
+                                  $<TARGET_FILE:all_reduce_perf>)
+set_tests_properties(bound_ranks PROPERTIES TIMEOUT 120 ENVIRONMENT "${COLLIE_TEST_ENV}")

@@ -144,6 +144,24 @@ int main(void) {
   int usable = collie_usable_cpus();
   EXPECTF(usable >= 1 && usable <= affinity, "usable %d, affinity %d", usable, affinity);
 
+  /* a host's ranks together: the union of their masks, within this process's quota */
+  {
+    int quota = collie_cgroup_cpu_limit("/proc/self/cgroup", "/proc/self/mountinfo");
+    int cap = quota > 0 ? quota : 1 << 20;
+    uint64_t a0[2] = {1, 0}, a1[2] = {2, 0}, b[2] = {1, 0}, far[2] = {0, 1}, none[2] = {0, 0};
+    const uint64_t *apart[] = {a0, a1}, *together[] = {a0, b}, *spread[] = {a0, far}, *unknown[] = {a0, none};
+    int two = cap < 2 ? cap : 2;
+    EXPECTF(collie_host_usable_cpus(apart, 2, 2) == two, "CPUs 0 and 1: %d", collie_host_usable_cpus(apart, 2, 2));
+    EXPECTF(collie_host_usable_cpus(together, 2, 2) == 1, "CPU 0 twice: %d", collie_host_usable_cpus(together, 2, 2));
+    EXPECTF(collie_host_usable_cpus(spread, 2, 2) == two, "CPUs 0 and 64: %d", collie_host_usable_cpus(spread, 2, 2));
+    EXPECT(collie_host_usable_cpus(unknown, 2, 2) == 0);
+    uint64_t mine[2];
+    collie_affinity_bits(mine, 2);
+    const uint64_t *self[] = {mine};
+    int n = collie_host_usable_cpus(self, 1, 2);
+    EXPECTF(affinity > 128 || n == usable, "this process alone: %d, collie_usable_cpus %d", n, usable);
+  }
+
   char cmd[PATH_MAX + 16];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", top);
