@@ -14,7 +14,7 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "Usage: collie-run -n N [--timeout S] [--grace S] [--tag-output] [--] PROGRAM [ARGS...]\n"
+          "Usage: collie-run -n N [--timeout S] [--grace S] [--tag-output] [--bind] [--] PROGRAM [ARGS...]\n"
           "\n"
           "Start N ranks of PROGRAM on this host and wait for all of them.\n"
           "\n"
@@ -28,6 +28,9 @@ static void usage(FILE *f) {
           "  --tag-output  prefix every line the ranks write to stdout and stderr with\n"
           "                \"[RANK] \". Without it the ranks write to collie-run's own\n"
           "                stdout and stderr directly.\n"
+          "  --bind        bind rank i to the i-th CPU of collie-run's own affinity mask\n"
+          "                (round robin when ranks outnumber its CPUs), as mpirun\n"
+          "                --bind-to core does. Without it the scheduler places the ranks.\n"
           "  -h, --help    print this help and exit.\n"
           "  --            end of options: what follows is the program and its arguments.\n"
           "\n"
@@ -80,11 +83,12 @@ static bool parse_nranks(const char *s, int *out) {
 }
 
 int cr_parse_options(int argc, char **argv, struct cr_options *opt) {
-  enum { OPT_TIMEOUT = 256, OPT_GRACE, OPT_TAG };
+  enum { OPT_TIMEOUT = 256, OPT_GRACE, OPT_TAG, OPT_BIND };
   static const struct option longopts[] = {
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {"grace", required_argument, NULL, OPT_GRACE},
       {"tag-output", no_argument, NULL, OPT_TAG},
+      {"bind", no_argument, NULL, OPT_BIND},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -116,6 +120,9 @@ int cr_parse_options(int argc, char **argv, struct cr_options *opt) {
       break;
     case OPT_TAG:
       opt->tag_output = true;
+      break;
+    case OPT_BIND:
+      opt->bind = true;
       break;
     case 'h':
       usage(stdout);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,24 @@ static void set_env_int(const char *name, int value) {
   setenv(name, s, 1);
 }
 
+/* --bind: the rank-th CPU (round robin) of the mask the child inherited from collie-run. */
+static void bind_rank(int rank) {
+  cpu_set_t mask, one;
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0) {
+    fprintf(stderr, "collie-run: --bind: cannot read the CPUs collie-run may use: %s.\n", strerror(errno));
+    _exit(CR_EXIT_LAUNCHER);
+  }
+  int want = rank % CPU_COUNT(&mask), cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+    if (CPU_ISSET(c, &mask) && want-- == 0) cpu = c;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) {
+    fprintf(stderr, "collie-run: --bind: cannot bind rank %d to CPU %d: %s.\n", rank, cpu, strerror(errno));
+    _exit(CR_EXIT_LAUNCHER);
+  }
+}
+
 /* Runs in the child between fork and exec. collie-run is single-threaded, so the
  * child may use setenv and stdio here. Never returns. */
 static _Noreturn void become_rank(const struct cr_job *job, int rank, int out_w, int err_w) {
@@ -81,6 +100,7 @@ static _Noreturn void become_rank(const struct cr_job *job, int rank, int out_w,
     if (null >= 0) dup2(null, STDIN_FILENO);
   }
 
+  if (opt->bind) bind_rank(rank);
   set_env_int("COLLIE_RANK", rank);
   set_env_int("COLLIE_NRANKS", opt->nranks);
   set_env_int("COLLIE_LOCAL_RANK", rank);

@@ -33,6 +33,7 @@ struct cr_options {
   double timeout_s; /* 0: no timeout */
   double grace_s;
   bool tag_output;
+  bool bind; /* --bind: each rank on one CPU of collie-run's own mask, round robin */
   char **argv; /* the program and its arguments, NULL-terminated (points into main's argv) */
 };
 

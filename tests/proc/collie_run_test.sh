@@ -92,6 +92,23 @@ echo "environment, 1 rank"
 run 0 -n 1 -- sh -c 'echo "$COLLIE_RANK $COLLIE_NRANKS $COLLIE_LOCAL_RANK $COLLIE_LOCAL_SIZE"'
 expect_out "0 1 0 1"
 
+echo "--bind: rank i on the i-th CPU of collie-run's mask, round robin"
+# The first two CPUs this test may use; collie-run starts with just those two, so that the
+# expected placement does not depend on the machine's size.
+read -r CPU0 CPU1 < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')
+[ -n "${CPU1:-}" ] || fail "--bind needs 2 CPUs to tell ranks apart; this test may use only CPU $CPU0"
+PRINT_CPUS='python3 -c "import os; print(os.environ[\"COLLIE_RANK\"], *sorted(os.sched_getaffinity(0)))"'
+on_two() { # on_two ARGS...: collie-run ARGS, itself on CPU0 and CPU1 only
+  timeout -s KILL 20 taskset -c "$CPU0,$CPU1" "$RUN" "$@" >"$TMP/out" 2>"$TMP/err" || fail "collie-run $* failed"
+}
+on_two -n 3 --bind -- sh -c "$PRINT_CPUS"
+expect_out "0 $CPU0
+1 $CPU1
+2 $CPU0"
+on_two -n 2 -- sh -c "$PRINT_CPUS"
+expect_out "0 $CPU0 $CPU1
+1 $CPU0 $CPU1"
+
 echo "environment, 4 ranks"
 PRINT_ENV='echo "$COLLIE_RANK $COLLIE_NRANKS $COLLIE_LOCAL_RANK $COLLIE_LOCAL_SIZE"'
 run 0 -n 4 -- sh -c "$PRINT_ENV"
