@@ -43,7 +43,7 @@ static const struct {
 /* A variable's key is its value as a number (0 for unset, where the value it then takes
  * depends on the hosts), shown as the user wrote it. */
 static void from_param(collie_settings_t *s, collie_setting_id_t k, collie_param_id_t p, const char *unset) {
-  const bool user = strcmp(collie_param_source(p), "environment") == 0;
+  const bool user = collie_param_from_env(p);
   s->key[k] = user || !unset ? (uint64_t)collie_param_int(p) : 0;
   if (user)
     snprintf(s->shown[k], COLLIE_SETTING_SHOWN, "has %s=%.*s", collie_param_table[p].name,
@@ -103,7 +103,7 @@ void collie_settings_read(const collie_comm_t *comm, collie_settings_t *s) {
    * Compared only when every rank shares one host (nranks is then its rank count). */
   from_param(s, COLLIE_SET_SHM_COLL_SIZE, COLLIE_P_SHM_COLL_SIZE, NULL);
   const size_t area = collie_shm_area_bytes(comm->nranks);
-  if (strcmp(collie_param_source(COLLIE_P_SHM_COLL_SIZE), "environment") != 0)
+  if (!collie_param_from_env(COLLIE_P_SHM_COLL_SIZE))
     snprintf(s->shown[COLLIE_SET_SHM_COLL_SIZE], COLLIE_SETTING_SHOWN,
              "has it unset (%zu KiB for %d ranks on %ld online CPUs)", area >> 10, comm->nranks,
              sysconf(_SC_NPROCESSORS_ONLN));

@@ -151,7 +151,7 @@ static void choose_wait_policy(collie_comm_t *comm) {
   for (int i = 0; i < comm->nlocal; i++) masks[i] = comm->cards[comm->local_ranks[i]].cpus;
   int cores = collie_host_usable_cpus(masks, comm->nlocal, COLLIE_CARD_CPU_WORDS);
   if (cores < 1) cores = collie_usable_cpus();
-  bool user_spin = strcmp(collie_param_source(COLLIE_P_SPIN), "environment") == 0;
+  bool user_spin = collie_param_from_env(COLLIE_P_SPIN);
   comm->oversubscribed = comm->nlocal > cores;
   if (!user_spin && comm->oversubscribed) comm->spin = 0;
   COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "%d ranks on this host, %d cores: poll %d us, yield %d us, then sleep",
@@ -173,7 +173,7 @@ size_t collie_auto_chunk_bytes(bool tcp) {
 }
 
 static void choose_chunk(collie_comm_t *comm) {
-  const bool user = strcmp(collie_param_source(COLLIE_P_CHUNK_SIZE), "environment") == 0;
+  const bool user = collie_param_from_env(COLLIE_P_CHUNK_SIZE);
   const bool tcp = comm->nlocal != comm->nranks;
   if (!user) comm->chunk_bytes = collie_auto_chunk_bytes(tcp);
   COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "pipelining chunk %zu bytes (%s)", comm->chunk_bytes,

@@ -179,6 +179,8 @@ const char *collie_param_source(collie_param_id_t id) {
   return c->str ? "default" : "unset";
 }
 
+bool collie_param_from_env(collie_param_id_t id) { return get(id)->from_env != 0; }
+
 int collie_param_port_range(int *lo, int *hi) {
   const char *range = collie_param_str(COLLIE_P_PORT_RANGE);
   *lo = *hi = 0;

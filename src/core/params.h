@@ -3,6 +3,7 @@
 #ifndef COLLIE_PARAMS_H
 #define COLLIE_PARAMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,6 +64,8 @@ extern const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS];
 int64_t collie_param_int(collie_param_id_t id);      /* INT and SIZE (K/M/G suffixes) */
 const char *collie_param_str(collie_param_id_t id);  /* NULL when unset and no default */
 const char *collie_param_source(collie_param_id_t id); /* "default", "environment", "unset" */
+/* Whether the user set it (in the environment): what an automatic choice must not override. */
+bool collie_param_from_env(collie_param_id_t id);
 /* COLLIE_PORT_RANGE: 0 when unset, 1 with lo..hi (1 <= lo <= hi <= 65535), -1 when malformed. */
 int collie_param_port_range(int *lo, int *hi);
 /* Checks every set variable parses; on failure fills msg and returns -1. */

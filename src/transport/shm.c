@@ -215,13 +215,9 @@ static size_t rings_bytes(int nlocal) {
   return sizeof(collie_shm_seg_hdr_t) + (size_t)nlocal * ring_bytes(nslots, slot_size);
 }
 
-static bool area_set_by_user(void) {
-  return strcmp(collie_param_source(COLLIE_P_SHM_COLL_SIZE), "environment") == 0;
-}
-
 size_t collie_shm_area_bytes(int nlocal) {
   size_t set = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
-  if (area_set_by_user()) return set;
+  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE)) return set;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus < 1 || nlocal <= cpus) return set;
   const size_t host = (size_t)nlocal * (rings_bytes(nlocal) + 2 * AREA_OVERSUBSCRIBED + 8192);
@@ -242,9 +238,9 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
     st->area_off = (st->seg_bytes + 4095) & ~(size_t)4095;
     st->seg_bytes = st->area_off + sizeof(collie_shm_area_t) + 2 * st->area_size;
     COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "collective area of 2 x %zu KiB per rank (%s)", st->area_size >> 10,
-                area_set_by_user()                     ? "COLLIE_SHM_COLL_SIZE"
-                : st->area_size == AREA_OVERSUBSCRIBED ? "more ranks than online CPUs"
-                                                       : "default");
+                collie_param_from_env(COLLIE_P_SHM_COLL_SIZE) ? "COLLIE_SHM_COLL_SIZE"
+                : st->area_size == AREA_OVERSUBSCRIBED        ? "more ranks than online CPUs"
+                                                              : "default");
     st->inl_bytes = calloc((size_t)comm->nranks, COLLIE_SHM_INLINE_BYTES); /* whole lines copied */
     if (!st->inl_bytes)
       return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
