@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "collie-run.h"
+#include "core/cpus.h" /* collie_nth_cpu, inline: nothing of the library is linked */
 
 /* The listening socket is created here, before any rank exists, and handed to rank 0 as
  * an open fd: nobody has to pick a port, and no rank can try to connect before it is
@@ -69,9 +70,7 @@ static void bind_rank(int rank) {
     fprintf(stderr, "collie-run: --bind: cannot read the CPUs collie-run may use: %s.\n", strerror(errno));
     _exit(CR_EXIT_LAUNCHER);
   }
-  int want = rank % CPU_COUNT(&mask), cpu = -1;
-  for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
-    if (CPU_ISSET(c, &mask) && want-- == 0) cpu = c;
+  const int cpu = collie_nth_cpu(&mask, rank);
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
   if (sched_setaffinity(0, sizeof one, &one) != 0) {

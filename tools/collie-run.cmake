@@ -6,4 +6,5 @@ add_executable(collie-run
   ${CMAKE_CURRENT_LIST_DIR}/collie-run-spawn.c
   ${CMAKE_CURRENT_LIST_DIR}/collie-run-supervise.c
   ${CMAKE_CURRENT_LIST_DIR}/collie-run-relay.c)
+target_include_directories(collie-run PRIVATE ${PROJECT_SOURCE_DIR}/src) # headers only
 install(TARGETS collie-run)

@@ -196,9 +196,7 @@ static void spread_local_ranks(collie_comm_t *comm) {
     if (li != comm->local_rank && comm->cards[comm->local_ranks[li]].pid == comm->cards[comm->rank].pid) return;
   cpu_set_t mask, one;
   if (sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) < 2) return;
-  int want = comm->local_rank % CPU_COUNT(&mask), cpu = -1;
-  for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
-    if (CPU_ISSET(c, &mask) && want-- == 0) cpu = c;
+  const int cpu = collie_nth_cpu(&mask, comm->local_rank);
   if (cpu < 0 || sched_getcpu() == cpu) return;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);

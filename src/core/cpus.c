@@ -155,28 +155,30 @@ void collie_affinity_bits(uint64_t *bits, int words) {
     if (CPU_ISSET(c, &set)) bits[c / 64] |= (uint64_t)1 << (c % 64);
 }
 
-int collie_host_usable_cpus(const uint64_t *const *masks, int n, int words) {
-  int count = 0;
-  for (int w = 0; w < words; w++) {
-    uint64_t u = 0;
-    for (int i = 0; i < n; i++) u |= masks[i][w];
-    count += __builtin_popcountll(u);
-  }
-  for (int i = 0; i < n; i++) {
-    bool known = false;
-    for (int w = 0; w < words && !known; w++) known = masks[i][w] != 0;
-    if (!known) return 0;
-  }
+/* n CPUs lowered to this process's cgroup CPU quota. */
+static int within_quota(long n) {
   int quota = collie_cgroup_cpu_limit("/proc/self/cgroup", "/proc/self/mountinfo");
-  if (quota > 0 && quota < count) count = quota;
-  return count;
+  return (int)(quota > 0 && quota < n ? quota : n);
+}
+
+int collie_host_usable_cpus(const uint64_t *const *masks, int n, int words) {
+  uint64_t all[words];
+  memset(all, 0, sizeof(all));
+  for (int i = 0; i < n; i++) {
+    uint64_t any = 0;
+    for (int w = 0; w < words; w++) {
+      any |= masks[i][w];
+      all[w] |= masks[i][w];
+    }
+    if (!any) return 0;
+  }
+  int count = 0;
+  for (int w = 0; w < words; w++) count += __builtin_popcountll(all[w]);
+  return within_quota(count);
 }
 
 int collie_usable_cpus(void) {
   cpu_set_t set;
   long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) n = 1;
-  int quota = collie_cgroup_cpu_limit("/proc/self/cgroup", "/proc/self/mountinfo");
-  if (quota > 0 && quota < n) n = quota;
-  return (int)n;
+  return within_quota(n < 1 ? 1 : n);
 }

@@ -5,7 +5,20 @@
 #ifndef COLLIE_CPUS_H
 #define COLLIE_CPUS_H
 
+#include <sched.h>
 #include <stdint.h>
+
+/* The CPU that round-robin placement gives index i in mask (the (i mod count)-th CPU it
+ * holds), or -1 for an empty mask: where a rank starts (COLLIE_SPREAD_RANKS) and where
+ * `collie-run --bind` pins it. Inline: collie-run uses it without linking the library. */
+static inline int collie_nth_cpu(const cpu_set_t *mask, int i) {
+  const int count = CPU_COUNT(mask);
+  if (count < 1) return -1;
+  int want = i % count;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, mask) && want-- == 0) return c;
+  return -1;
+}
 
 /* The CPUs in this process's affinity mask (all online ones if it cannot be read), lowered
  * to its cgroup's CPU quota when that is smaller: a container started with `docker --cpus
