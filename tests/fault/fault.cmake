@@ -112,10 +112,17 @@ add_library(alloc_fail_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_shim.c)
 target_link_libraries(alloc_fail_shim PRIVATE ${CMAKE_DL_LIBS})
 add_executable(alloc_fail_rank ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_rank.c)
 target_link_libraries(alloc_fail_rank PRIVATE collie)
-add_test(NAME fault_alloc_fail COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
-                                       $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>)
+# Three tests rather than one of 80 s, so that a parallel run can spread them.
+add_test(NAME fault_alloc_fail_shm COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                                           $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>
+                                           shm:1 shm:0 shm:0:after-init)
+add_test(NAME fault_alloc_fail_tcp COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                                           $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>
+                                           tcp:1 tcp:0:after-init)
+add_test(NAME fault_alloc_fail_threads COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                                               $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim> threads)
 add_test(NAME fault_alloc_fail_tuned COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
                                              $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim> shm:1 shm:0:after-init)
-set_tests_properties(fault_alloc_fail PROPERTIES TIMEOUT 300 LABELS "fault;noasan")
+set_tests_properties(fault_alloc_fail_shm fault_alloc_fail_tcp fault_alloc_fail_threads PROPERTIES TIMEOUT 300 LABELS "fault;noasan")
 set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault;noasan"
                      ENVIRONMENT "ALLOC_FAIL_TUNED=1;COLLIE_PROGRESS_THREAD=1")
