@@ -9,7 +9,7 @@ run=$1
 perf=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v taskset >/dev/null || fail "taskset (util-linux) is missing"
-cpus=($(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])'))
+read -r -a cpus <<<"$(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')"
 [ ${#cpus[@]} = 2 ] || fail "this test binds 2 ranks to 2 CPUs, and this process may use only ${cpus[*]}"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

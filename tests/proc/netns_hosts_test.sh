@@ -108,7 +108,7 @@ for r in 0 1 2; do
   h=${holders[0]}
   [ $r = 2 ] && h=${holders[1]}
   ifname=eth0
-  [ $r = 1 ] && ifname==side0
+  [ $r = 1 ] && ifname='=side0' # '=': this exact name, not a prefix
   COLLIE_CONNECT_TIMEOUT=4 COLLIE_SOCKET_IFNAME=$ifname COLLIE_RANK=$r COLLIE_DEBUG=WARN \
     timeout -s KILL 30 nsenter -t "$h" -m -n -u "$check" --coll barrier >"$dir/$r.out" 2>&1 &
   pids+=($!)
