@@ -112,17 +112,14 @@ add_library(alloc_fail_shim MODULE ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_shim.c)
 target_link_libraries(alloc_fail_shim PRIVATE ${CMAKE_DL_LIBS})
 add_executable(alloc_fail_rank ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_rank.c)
 target_link_libraries(alloc_fail_rank PRIVATE collie)
-# Three tests rather than one of 80 s, so that a parallel run can spread them.
-add_test(NAME fault_alloc_fail_shm COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
-                                           $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>
-                                           shm:1 shm:0 shm:0:after-init)
-add_test(NAME fault_alloc_fail_tcp COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
-                                           $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>
-                                           tcp:1 tcp:0:after-init)
-add_test(NAME fault_alloc_fail_threads COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
-                                               $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim> threads)
-add_test(NAME fault_alloc_fail_tuned COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
-                                             $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim> shm:1 shm:0:after-init)
+# One script, its scenarios split over three tests rather than one of 80 s, so that a
+# parallel run can spread them.
+set(ALLOC_FAIL_TEST bash ${CMAKE_CURRENT_LIST_DIR}/alloc_fail_test.sh $<TARGET_FILE:collie-run>
+                    $<TARGET_FILE:alloc_fail_rank> $<TARGET_FILE:alloc_fail_shim>)
+add_test(NAME fault_alloc_fail_shm COMMAND ${ALLOC_FAIL_TEST} shm:1 shm:0 shm:0:after-init)
+add_test(NAME fault_alloc_fail_tcp COMMAND ${ALLOC_FAIL_TEST} tcp:1 tcp:0:after-init)
+add_test(NAME fault_alloc_fail_threads COMMAND ${ALLOC_FAIL_TEST} threads)
+add_test(NAME fault_alloc_fail_tuned COMMAND ${ALLOC_FAIL_TEST} shm:1 shm:0:after-init)
 set_tests_properties(fault_alloc_fail_shm fault_alloc_fail_tcp fault_alloc_fail_threads PROPERTIES TIMEOUT 300 LABELS "fault;noasan")
 set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault;noasan"
                      ENVIRONMENT "ALLOC_FAIL_TUNED=1;COLLIE_PROGRESS_THREAD=1")
