@@ -122,6 +122,15 @@ endforeach()
 add_coll_test(coll_algo_shm_small_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K;COLLIE_STREAM_BYTES=1"
               ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big)
 add_coll_test(coll_algo_shm_threads_3 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K" ${COLL_CHECK} --threads 3 --dtypes quick)
+# The shared-memory collectives at their size boundaries, on either side of each, for
+# elements of 1, 2, 4 and 8 bytes: a round in the first inline line (40 bytes), in two
+# (96), in all eight (432; per block of 3 ranks for reduce_scatter and alltoall: 144),
+# and the largest reduction every rank folds whole (16 KiB).
+set(COLL_SHM_EDGES 5 6 10 11 20 21 40 41 12 13 24 25 48 49 96 97 54 55 108 109 216 217 432 433
+                   18 19 36 37 72 73 144 145 2048 2049 4096 4097 8192 8193 16384 16385)
+string(JOIN "," COLL_SHM_EDGES ${COLL_SHM_EDGES})
+add_coll_test(coll_shm_edges_3 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick
+              --coll allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall --counts ${COLL_SHM_EDGES})
 # The single-copy path: buffers from collie_mem_alloc, mapped by the other processes
 # (--big: 64 KiB and more), on the automatic choice and with shm forced on 2 ranks; and
 # ranks as threads, whose buffers are all reachable (written with streaming stores).

@@ -2,7 +2,8 @@
  * against collie.h (API.md).
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
- *              [--register] [--mismatch] [--init-in-group] [--seed S] [--signal-storm] [-v]
+ *              [--counts C[,C..]] [--register] [--mismatch] [--init-in-group] [--seed S]
+ *              [--signal-storm] [-v]
  *
  * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
  * mpirun, mpiexec, srun, torchrun-style variables); with it, N ranks run as threads of this
@@ -14,7 +15,8 @@
  * (default: all of them).
  *
  * The matrix runs every selected collective over every datatype, every op (reductions),
- * counts {0, 1, 7, n-1, n+1, 1003} (+ 65549 with --big), roots {0, n-1} (rooted ones), in
+ * counts {0, 1, 7, n-1, n+1, 54, 109, 1003} (+ 65549 with --big; --counts gives others, up
+ * to 64, to probe an algorithm's size boundaries), roots {0, n-1} (rooted ones), in
  * place and out of place, with send/receive pointers offset from 64-byte alignment by whole
  * elements and by odd bytes. Every buffer carries guard bytes before and after and starts
  * filled with a position-dependent pattern, so that the check covers: every result element
@@ -78,7 +80,9 @@ static struct {
   uint64_t seed;
   int verbose;
   int init_in_group; /* --init-in-group: the communicator is created inside a group */
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0};
+  int ncounts;       /* --counts: the element counts of every matrix, instead of the usual ones */
+  size_t counts[64];
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -787,11 +791,16 @@ static int dtype_list(const collie_datatype_t **list) {
 
 /* 54 and 109: the shared-memory collectives' inline lines full (54 float64: 432 bytes,
  * eight lines) and just past them (109 float32: 436 bytes, the staging buffer). */
-#define MAX_COUNTS 9
+#define MAX_COUNTS 64
 static int count_list(const ctx_t *x, size_t *out) {
-  size_t want[MAX_COUNTS] = {0, 1, 7, (size_t)x->n - 1, (size_t)x->n + 1, 54, 109, 1000 + 3, BIG_COUNT};
+  if (opt.ncounts) {
+    memcpy(out, opt.counts, sizeof(size_t) * (size_t)opt.ncounts);
+    return opt.ncounts;
+  }
+  size_t want[] = {0, 1, 7, (size_t)x->n - 1, (size_t)x->n + 1, 54, 109, 1000 + 3, BIG_COUNT};
+  const int nwant = (int)(sizeof(want) / sizeof(want[0]));
   int m = 0;
-  for (int i = 0; i < (opt.big ? MAX_COUNTS : MAX_COUNTS - 1); i++) {
+  for (int i = 0; i < (opt.big ? nwant : nwant - 1); i++) {
     int dup = 0;
     for (int j = 0; j < m; j++) dup |= out[j] == want[i];
     if (!dup) out[m++] = want[i];
@@ -1349,7 +1358,8 @@ static void *thread_main(void *arg) { return (void *)(intptr_t)run_rank((collie_
 static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
-          "                  [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n  NAME: all");
+          "                  [--counts C[,C..]] [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n"
+          "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
   exit(2);
@@ -1378,6 +1388,21 @@ static unsigned parse_kinds(const char *s) {
   return m;
 }
 
+/* --counts: element counts, comma-separated, at most 64. */
+static void parse_counts(const char *s) {
+  opt.ncounts = 0;
+  for (const char *p = s; *p;) {
+    char *end;
+    unsigned long long c = strtoull(p, &end, 0);
+    if (end == p || (*end && *end != ',') || opt.ncounts == (int)(sizeof(opt.counts) / sizeof(opt.counts[0]))) {
+      fprintf(stderr, "coll_check: --counts wants up to 64 counts separated by commas, not '%s'\n", s);
+      usage();
+    }
+    opt.counts[opt.ncounts++] = (size_t)c;
+    p = *end ? end + 1 : end;
+  }
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -1393,6 +1418,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--mismatch")) opt.mismatch = 1;
     else if (!strcmp(a, "--init-in-group")) opt.init_in_group = 1;
     else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(a, "--counts") && i + 1 < argc) parse_counts(argv[++i]);
     else if (!strcmp(a, "--signal-storm")) signal_storm_start();
     else if (!strcmp(a, "-v")) opt.verbose++;
     else if (!strcmp(a, "-vv")) opt.verbose += 2;
