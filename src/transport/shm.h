@@ -116,7 +116,12 @@ typedef struct {
    * believes it is. A root waits for nobody, so two ranks that both think they are the
    * root would otherwise each return success (shm_native.c: collie_claim_root). */
   _Atomic uint64_t root_claim[COLLIE_SHM_ROOT_CLAIMS];
-  collie_shm_bufloc_t loc[2][2]; /* per staging buffer: the call's send [0] and receive [1] buffers */
+  /* Per inline slot, as sig[]: a first round's send [0] and receive [1] buffers, for the
+   * single-copy path. Not per staging buffer: a broadcast root runs up to the area's slots
+   * ahead, and its later calls overwrote where an earlier one's buffer was while a slower
+   * rank still had to read it (that rank then copied a later call's buffer, of another
+   * size: wrong data or SIGSEGV). */
+  collie_shm_bufloc_t loc[COLLIE_SHM_INLINE_SLOTS][2];
 } collie_shm_area_t;
 _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start on a cache line");
 

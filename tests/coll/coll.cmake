@@ -202,3 +202,7 @@ add_coll_test(coll_runahead_shm_4 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 4 --timeo
 # slots, other collectives in two halves, and a root switching between them must wait.
 add_coll_test(coll_runahead_shm_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=1M" ${COLL_RUN} -n 4 --timeout 280
               $<TARGET_FILE:runahead_check> 3000 17)
+# An area of 64 slots of 256 KiB for a broadcast: more than the 32 inline slots whose
+# lines also hold every first round's key and fingerprint.
+add_coll_test(coll_runahead_shm_area_8m_2 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=8M" ${COLL_RUN} -n 2 --timeout 280
+              $<TARGET_FILE:runahead_check> 3000 19)

@@ -9,8 +9,12 @@
  * small allreduces, 64 KiB allgathers, and large broadcasts and allreduces (up to 2 MiB:
  * a staged broadcast cuts the staging area into slots of its own, while the allreduce
  * fills each of its two halves, so a root running ahead switches between the layouts
- * with readers still in the other); ranks sleep at random moments so that some fall
- * behind. Every result is checked.
+ * with readers still in the other); bursts of up to 80 staged one-round broadcasts of 1 to
+ * 4 KiB (a root that waits for nobody, in the slot layout); and broadcasts of 64 to
+ * 256 KiB, from a buffer of collie_mem_alloc, which the others may read in place, or of
+ * malloc, which they may not, with a small broadcast between: a root that publishes where
+ * its buffer is must not overwrite what a slower rank still reads for an earlier call.
+ * Ranks sleep at random moments so that some fall behind. Every result is checked.
  *   runahead_check [iterations] [seed]      (launched by collie-run) */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@
 #include "collie.h"
 
 enum { MAX_SMALL = 108, BIG = 16384, MAX_LARGE = 1 << 19 }; /* int32: 432 bytes; 64 KiB; 2 MiB */
+enum { MEDIUM_MIN = 16384, MEDIUM_MAX = 65536 };                 /* int32: 64 KiB to 256 KiB */
 
 static uint64_t next(uint64_t *s) { /* xorshift64* */
   *s ^= *s >> 12;
@@ -44,6 +49,17 @@ static int check(collie_result_t r, int rank, int it, const char *what) {
   return 1;
 }
 
+/* A broadcast of count int32 from root in buf, checked; `salt` varies the values between
+ * the calls of one iteration. */
+static int bcast(collie_comm_t *comm, int32_t *buf, size_t count, int root, int me, int it, int salt) {
+  const int v = it * 4 + salt;
+  for (size_t j = 0; j < count; j++) buf[j] = me == root ? value(v, me, j) : -1;
+  if (check(collie_broadcast(buf, buf, count, COLLIE_INT32, root, comm), me, it, "broadcast")) return 1;
+  for (size_t j = 0; j < count; j++)
+    if (buf[j] != value(v, root, j)) return fail(me, it, "broadcast", j, buf[j], value(v, root, j));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const int iters = argc > 1 ? atoi(argv[1]) : 3000;
   const uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 12345;
@@ -56,8 +72,8 @@ int main(int argc, char **argv) {
   collie_comm_rank(comm, &me);
   collie_comm_size(comm, &n);
   const size_t len = (size_t)BIG * (size_t)n > MAX_LARGE ? (size_t)BIG * (size_t)n : MAX_LARGE;
-  int32_t *in = malloc(sizeof(int32_t) * len), *out = malloc(sizeof(int32_t) * len);
-  if (!in || !out) return 1;
+  int32_t *in = malloc(sizeof(int32_t) * len), *out = malloc(sizeof(int32_t) * len), *reg = NULL;
+  if (!in || !out || collie_mem_alloc((void **)&reg, sizeof(int32_t) * MEDIUM_MAX) != COLLIE_SUCCESS) return 1;
   uint64_t shared = seed | 1, own = (seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(me + 1))) | 1;
   int bad = 0, kind = 0, root = 0, burst = 0;
   for (int it = 0; it < iters && !bad; it++) {
@@ -66,17 +82,21 @@ int main(int argc, char **argv) {
     /* Bursts of one kind and root: a root broadcasting many times in a row is what runs
      * ahead; a burst may outlast the inline slots (32). */
     if (burst-- <= 0) {
-      kind = (int)(next(&shared) % 10);
+      kind = (int)(next(&shared) % 12);
       root = (int)(next(&shared) % (uint64_t)n);
-      burst = kind < 6 ? (int)(next(&shared) % 80) : kind >= 8 ? (int)(next(&shared) % 6) : 0;
+      const uint64_t longest = kind < 6 || kind == 11 ? 80 : kind == 10 ? 20 : kind >= 8 ? 6 : 1;
+      burst = (int)(next(&shared) % longest);
     }
     size_t count = 1 + next(&shared) % MAX_SMALL;
-    if (kind >= 8) count = MAX_LARGE / 8 + next(&shared) % (MAX_LARGE - MAX_LARGE / 8); /* staged, several rounds */
-    if (kind < 4 || kind == 8) { /* broadcast */
-      for (size_t j = 0; j < count; j++) out[j] = me == root ? value(it, me, j) : -1;
-      bad = check(collie_broadcast(out, out, count, COLLIE_INT32, root, comm), me, it, "broadcast");
-      for (size_t j = 0; j < count && !bad; j++)
-        if (out[j] != value(it, root, j)) bad = fail(me, it, "broadcast", j, out[j], value(it, root, j));
+    if (kind == 8 || kind == 9) /* staged, several rounds */
+      count = MAX_LARGE / 8 + next(&shared) % (MAX_LARGE - MAX_LARGE / 8);
+    if (kind == 10) count = 2 * MEDIUM_MIN + next(&shared) % (MEDIUM_MAX - 2 * MEDIUM_MIN + 1);
+    if (kind == 11) count = MAX_SMALL + 1 + next(&shared) % (1024 - MAX_SMALL); /* staged, one round */
+    if (kind < 4 || kind == 8 || kind == 11) { /* broadcast */
+      bad = bcast(comm, out, count, root, me, it, 0);
+    } else if (kind == 10) { /* medium broadcasts: from malloc, then a smaller one from collie_mem_alloc */
+      bad = bcast(comm, out, count, root, me, it, 1) || bcast(comm, out, 1 + count % MAX_SMALL, root, me, it, 2) ||
+            bcast(comm, reg, MEDIUM_MIN + count % (count / 2 - MEDIUM_MIN + 1), root, me, it, 3);
     } else if (kind < 6) { /* reduce */
       for (size_t j = 0; j < count; j++) in[j] = value(it, me, j), out[j] = -1;
       bad = check(collie_reduce(in, out, count, COLLIE_INT32, COLLIE_SUM, root, comm), me, it, "reduce");
@@ -106,6 +126,7 @@ int main(int argc, char **argv) {
     collie_comm_abort(comm);
     return 1;
   }
+  collie_mem_free(reg);
   collie_result_t r = collie_comm_destroy(comm);
   free(in);
   free(out);

@@ -143,10 +143,15 @@ static uint64_t area_slots(const collie_comm_t *comm) {
 }
 
 /* Rounds after which round g's staging space is free again (when every rank has finished
- * round g - back). */
+ * round g - back). At most the inline slots: every first round also writes its slot's
+ * tag, key, fingerprint and buffer locations, which a slower rank may still be reading
+ * (an 8 MiB area has 64 broadcast slots: a root 33 calls ahead overwrote them, and the
+ * reader reported a mismatch of calls that matched). */
 static uint64_t reuse_distance(const collie_comm_t *comm, const collie_op_t *op) {
   if (op->nat_inline) return COLLIE_SHM_INLINE_SLOTS;
-  return layout(op) == LAYOUT_SLOTS ? area_slots(comm) : 2;
+  if (layout(op) == LAYOUT_BUFFERS) return 2;
+  const uint64_t slots = area_slots(comm);
+  return slots < COLLIE_SHM_INLINE_SLOTS ? slots : COLLIE_SHM_INLINE_SLOTS;
 }
 
 static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
