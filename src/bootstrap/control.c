@@ -770,7 +770,11 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
     pthread_mutex_lock(&c->m);
     bool departed = comm->rank == 0 ? c->said_bye[from] : c->bye_done;
     pthread_mutex_unlock(&c->m);
-    if (!departed && !atomic_load(&comm->destroyed)) {
+    /* Also while this rank destroys: it waits for that rank's goodbye (rank 0), or for rank
+     * 0's word that everyone left, and a peer that died meanwhile left it waiting until
+     * COLLIE_EXEC_TIMEOUT and then blaming itself. (After an abort here the communicator
+     * has failed already, and nothing more is said.) */
+    if (!departed) {
       collie_peer_desc(comm, from, pd, sizeof(pd));
       if (lost_host) /* keepalive probes or frames went unanswered (collie_socket_keepalive) */
         collie_comm_fail(comm, COLLIE_ERR_REMOTE, comm->rank != 0,

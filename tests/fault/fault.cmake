@@ -21,6 +21,11 @@ add_test(NAME fault_other_build COMMAND bash ${FAULT_SH} ${FAULT_BIN} other-buil
 set_tests_properties(fault_other_build PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 add_test(NAME fault_slow_destroy COMMAND bash ${FAULT_SH} ${FAULT_BIN} slow-destroy)
 add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
+# A rank that dies while the others are in their destroy, rank 0 or another: the others
+# waited for its goodbye until COLLIE_EXEC_TIMEOUT, and never named it.
+add_test(NAME fault_dead_in_destroy_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} dead-in-destroy 3 1 shm)
+add_test(NAME fault_dead_root_in_destroy_tcp COMMAND bash ${FAULT_SH} ${FAULT_BIN} dead-in-destroy 3 0 tcp)
+set_tests_properties(fault_dead_in_destroy_shm fault_dead_root_in_destroy_tcp PROPERTIES TIMEOUT 60 LABELS fault)
 # A rank that gives up (destroys) while the others wait for it in a later collective: they
 # fail at once naming it, where they waited until COLLIE_EXEC_TIMEOUT (30 s here).
 foreach(tr auto tcp)

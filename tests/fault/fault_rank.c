@@ -15,6 +15,11 @@
  *   fault_rank bad-args                 two threads: every bad argument is refused, comm still works
  *   fault_rank abort                    two threads: abort with an operation pending
  *   fault_rank slow-destroy             rank 1 destroys late: rank 0's destroy is bounded
+ *   fault_rank dead-in-destroy VICTIM   after an all-reduce the victim exits without destroying
+ *                                       (_exit) while the others are in collie_comm_destroy:
+ *                                       theirs must end within 5 s, not after
+ *                                       COLLIE_EXEC_TIMEOUT (the script checks that their logs
+ *                                       name the victim)
  *   fault_rank uneven-destroy           three threads: rank 0 completes an allreduce of 0
  *                                       elements and destroys; the others learn that it did
  *   fault_rank two-threads              two threads of one rank call collectives (or
@@ -212,6 +217,26 @@ static int slow_destroy(void) {
   double dt = now_s() - t0;
   printf("rank %d: destroy returned %s after %.1f s\n", rank, collie_get_error_string(r), dt);
   return dt < 5 ? 0 : 1; /* COLLIE_EXEC_TIMEOUT=2 bounds it */
+}
+
+static int dead_in_destroy(int victim) {
+  collie_comm_t *comm;
+  int rank;
+  if (init_rank(&comm, &rank)) return 1;
+  int one = 1, sum = 0;
+  collie_result_t r = collie_allreduce(&one, &sum, 1, COLLIE_INT32, COLLIE_SUM, comm);
+  if (r) return fail("allreduce", r, comm);
+  if (rank == victim) {
+    usleep(500000); /* the others are in their destroy by now */
+    printf("rank %d: exits without destroying\n", rank);
+    fflush(stdout);
+    _exit(0);
+  }
+  double t0 = now_s();
+  r = collie_comm_destroy(comm);
+  double dt = now_s() - t0;
+  printf("rank %d: destroy returned %s after %.1f s\n", rank, collie_get_error_string(r), dt);
+  return dt < 5 ? 0 : 1;
 }
 
 static int join(void) {
@@ -845,6 +870,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
+  if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
   if (argc == 2 && !strcmp(argv[1], "p2p-left")) return p2p_left();
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);

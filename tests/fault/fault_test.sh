@@ -6,6 +6,7 @@
 #     forked: the victim first forks a child that outlives it, holding copies of its
 #     descriptors (as a data-loader worker does)
 #   fault_test.sh BIN exec-timeout | test-timeout | connect-timeout | junk | slow-destroy
+#   fault_test.sh BIN dead-in-destroy NRANKS VICTIM shm|tcp
 #   fault_test.sh BIN other-build OTHER_BUILD_BIN
 set -u
 bin=$1
@@ -98,6 +99,24 @@ exec-timeout | test-timeout)
 slow-destroy)
   export COLLIE_EXEC_TIMEOUT=2
   run_pair slow-destroy "destroy is bounded by the exec timeout"
+  ;;
+dead-in-destroy)
+  # The victim exits without destroying while the others are in their destroy: they must
+  # finish within 5 s (not after COLLIE_EXEC_TIMEOUT, 60 s here) and log its death.
+  n=$1 victim=$2 transport=$3
+  [ "$transport" = tcp ] && export COLLIE_TRANSPORT=tcp
+  export COLLIE_EXEC_TIMEOUT=60
+  for ((r = 0; r < n; r++)); do start_rank $r $n dead-in-destroy "$victim"; done
+  deadline=$(echo "$(date +%s.%N) + 30" | bc)
+  for ((r = 0; r < n; r++)); do
+    wait_until "${pids[$r]}" "$deadline"
+    [ "$st" = 0 ] || die "rank $r: $st"
+    [ $r -eq "$victim" ] && continue
+    grep -q "rank $victim (pid .*died or closed its connection" "$dir/$r.out" ||
+      die "rank $r did not name rank $victim's death"
+  done
+  cat "$dir"/*.out
+  echo "PASS: the destroys ended and named rank $victim ($n ranks, $transport)"
   ;;
 connect-timeout)
   # Nobody listens on the port: rank 1 must give up after COLLIE_CONNECT_TIMEOUT.
