@@ -64,9 +64,21 @@ static collie_result_t exchange(collie_comm_t *comm, const char *fn, int color, 
     info.root = comm->cards[comm->rank].data_addr;
     *listen_fd = collie_listen(&info.root);
     if (*listen_fd < 0) {
+      /* The other members wait on the parent for the address this rank could not make:
+       * the parent fails on every rank, as after an allocation failure here, where they
+       * waited until COLLIE_EXEC_TIMEOUT and then blamed a missing message. */
+      const int err = errno;
       free(all);
-      return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d could not listen for the new communicator: %s", fn,
-                          comm->rank, strerror(errno));
+      if (m == 1) /* nobody waits for it */
+        return collie_error(comm, COLLIE_ERR_SYSTEM, "%s on rank %d could not listen for the new communicator: %s", fn,
+                            comm->rank, strerror(err));
+      collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
+                       "%s on rank %d could not listen for the new communicator of color %d, whose rank 0 it was to "
+                       "be (%s), so its %d other member(s) could not join it; the communicator now fails on every "
+                       "rank: free ports or file descriptors (COLLIE_PORT_RANGE, ulimit -n), then create the "
+                       "communicators again",
+                       fn, comm->rank, color, strerror(err), m - 1);
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "%s", comm->fail_msg);
     }
     collie_random_bytes(info.secret, 16);
     info.version = COLLIE_VERSION_CODE;

@@ -103,7 +103,8 @@ endforeach()
 add_test(NAME fault_settings_mismatch COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/settings_mismatch_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_settings_mismatch PROPERTIES TIMEOUT 240 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # COLLIE_PORT_RANGE malformed (refused everywhere) and too small (every rank names it at once).
-add_test(NAME fault_port_range COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/port_range_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
+add_test(NAME fault_port_range COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/port_range_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>
+                                 ${FAULT_BIN})
 set_tests_properties(fault_port_range PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # Out of memory: one allocation of libcollie fails (alloc_fail_shim, preloaded), in one
 # rank of 3, at every place the library allocates: rank 1 or rank 0, shared memory or TCP,

@@ -15,6 +15,10 @@
  *   fault_rank bad-args                 two threads: every bad argument is refused, comm still works
  *   fault_rank abort                    two threads: abort with an operation pending
  *   fault_rank slow-destroy             rank 1 destroys late: rank 0's destroy is bounded
+ *   fault_rank split                    every rank splits into one communicator (run with a
+ *                                       COLLIE_PORT_RANGE too small for it): the split must fail
+ *                                       on every rank within 5 s, with a sentence that says its
+ *                                       new rank 0 could not listen
  *   fault_rank dead-in-destroy VICTIM   after an all-reduce the victim exits without destroying
  *                                       (_exit) while the others are in collie_comm_destroy:
  *                                       theirs must end within 5 s, not after
@@ -217,6 +221,21 @@ static int slow_destroy(void) {
   double dt = now_s() - t0;
   printf("rank %d: destroy returned %s after %.1f s\n", rank, collie_get_error_string(r), dt);
   return dt < 5 ? 0 : 1; /* COLLIE_EXEC_TIMEOUT=2 bounds it */
+}
+
+static int split_fails(void) {
+  collie_comm_t *comm, *child = NULL;
+  int rank;
+  if (init_rank(&comm, &rank)) return 1;
+  double t0 = now_s();
+  collie_result_t r = collie_comm_split(comm, 0, rank, &child);
+  double dt = now_s() - t0;
+  const char *msg = collie_get_last_error(comm);
+  printf("rank %d: split returned %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt, r ? msg : "");
+  bool ok = r != COLLIE_SUCCESS && dt < 5 && strstr(msg, "could not listen for the new communicator");
+  if (child) collie_comm_destroy(child);
+  collie_comm_destroy(comm);
+  return ok ? 0 : 1;
 }
 
 static int dead_in_destroy(int victim) {
@@ -871,6 +890,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
+  if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
   if (argc == 2 && !strcmp(argv[1], "p2p-left")) return p2p_left();
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);

@@ -3,10 +3,13 @@
 # listened on any port, past what a firewall opens); a range too small for the ranks of a
 # host makes the rank left without a port say so, and every other rank repeat its sentence
 # at once (they waited out COLLIE_CONNECT_TIMEOUT after "rank 0 died, dropped us").
-#   port_range_test.sh COLLIE_RUN COLL_CHECK
+# A split whose new rank 0 finds no port fails on every rank at once, saying so (the
+# other members waited out COLLIE_EXEC_TIMEOUT).
+#   port_range_test.sh COLLIE_RUN COLL_CHECK FAULT_RANK
 set -u
 run=$1
 check=$2
+fault_rank=$3
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -42,4 +45,9 @@ threads() { COLLIE_TRANSPORT=tcp COLLIE_CONNECT_TIMEOUT=20 COLLIE_PORT_RANGE=$po
 threads $((port + 1)) && { cat "$out"; fail "2 threads over TCP ran with 2 ports (one was the unique id's)"; }
 grep -q "widen the range (every rank of a host needs a port of it per communicator, and the unique id or split being created one more)" "$out" || { cat "$out"; fail "the sentence did not count the unique id's port"; }
 threads $((port + 2)) || { cat "$out"; fail "3 ports were not enough for 2 threads"; }
-echo "PASS: malformed ranges refused; a range one port short named by all 3 ranks after $took s; 6 ports enough"
+# 3 ranks over shared memory: a port each (rank 0's bootstrap socket is collie-run's), none
+# left for the split's new rank 0.
+COLLIE_EXEC_TIMEOUT=60 COLLIE_PORT_RANGE=$port-$((port + 2)) "$run" --timeout 60 -n 3 --tag-output "$fault_rank" split >"$out" 2>&1 ||
+  { cat "$out"; fail "a split without a port for its rank 0 did not fail on every rank within 5 s, saying why"; }
+cat "$out"
+echo "PASS: malformed ranges refused; a range one port short named by all 3 ranks after $took s; 6 ports enough; a split without a port named on every rank"
