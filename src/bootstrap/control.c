@@ -902,6 +902,16 @@ collie_result_t collie_ctl_start_watchdog(collie_comm_t *comm) {
   return COLLIE_SUCCESS;
 }
 
+/* Whether every other rank of comm is a thread of this process: its pid, on this host
+ * (containers of one host may each have a process of the same pid). */
+static bool peers_in_this_process(const collie_comm_t *comm) {
+  const collie_card_t *mine = &comm->cards[comm->rank];
+  for (int r = 0; r < comm->nranks; r++)
+    if (comm->cards[r].pid != mine->pid || strncmp(comm->cards[r].host_id, mine->host_id, sizeof(mine->host_id)))
+      return false;
+  return true;
+}
+
 collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
   collie_control_t *c = comm->ctl;
   if (!c || comm->nranks == 1 || !c->watchdog_running) return COLLIE_SUCCESS;
@@ -920,10 +930,22 @@ collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
     pthread_mutex_unlock(&c->send_lock);
   }
   free(bye);
+  const int64_t start = collie_now_ns(), hint_at = start + (deadline_ns - start) / 2;
+  bool hinted = false;
   pthread_mutex_lock(&c->m);
   while (!c->bye_done && !atomic_load(&comm->failed)) {
     int64_t left = deadline_ns - collie_now_ns();
     if (left <= 0) break;
+    if (!hinted && collie_now_ns() >= hint_at) {
+      hinted = true;
+      if (peers_in_this_process(comm))
+        COLLIE_WARN(COLLIE_SUB_INIT, comm->rank,
+                    "rank %d has waited %.0f s in collie_comm_destroy for the other ranks of its communicator, "
+                    "all threads of this process: a destroy waits until every rank has called its own, so one "
+                    "thread destroying the ranks of collie_comm_init_all one after another waits in the first "
+                    "until COLLIE_EXEC_TIMEOUT; call each rank's collie_comm_destroy from its own thread",
+                    comm->rank, (double)(collie_now_ns() - start) / 1e9);
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t step = left < 50000000 ? left : 50000000; /* re-check the failure flag often */

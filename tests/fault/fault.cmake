@@ -26,6 +26,11 @@ add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
 add_test(NAME fault_dead_in_destroy_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} dead-in-destroy 3 1 shm)
 add_test(NAME fault_dead_root_in_destroy_tcp COMMAND bash ${FAULT_SH} ${FAULT_BIN} dead-in-destroy 3 0 tcp)
 set_tests_properties(fault_dead_in_destroy_shm fault_dead_root_in_destroy_tcp PROPERTIES TIMEOUT 60 LABELS fault)
+# One thread destroying the ranks of collie_comm_init_all one after another: the first
+# waits out COLLIE_EXEC_TIMEOUT (2 s here), and must say why halfway.
+add_test(NAME fault_one_thread_destroy COMMAND bash -c "out=$(\"$0\" one-thread-destroy 2>&1); rc=$?; echo \"$out\"; test $rc = 0 && grep -q 'call each rank.s collie_comm_destroy from its own thread' <<<\"$out\"" ${FAULT_BIN})
+set_tests_properties(fault_one_thread_destroy PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=2")
 # A rank that gives up (destroys) while the others wait for it in a later collective: they
 # fail at once naming it, where they waited until COLLIE_EXEC_TIMEOUT (30 s here).
 foreach(tr auto tcp)

@@ -19,6 +19,10 @@
  *                                       COLLIE_PORT_RANGE too small for it): the split must fail
  *                                       on every rank within 5 s, with a sentence that says its
  *                                       new rank 0 could not listen
+ *   fault_rank one-thread-destroy       the two ranks of collie_comm_init_all destroyed one
+ *                                       after the other from one thread: the first waits
+ *                                       until COLLIE_EXEC_TIMEOUT (its log says why: the test
+ *                                       checks), the second returns at once; both succeed
  *   fault_rank dead-in-destroy VICTIM   after an all-reduce the victim exits without destroying
  *                                       (_exit) while the others are in collie_comm_destroy:
  *                                       theirs must end within 5 s, not after
@@ -221,6 +225,20 @@ static int slow_destroy(void) {
   double dt = now_s() - t0;
   printf("rank %d: destroy returned %s after %.1f s\n", rank, collie_get_error_string(r), dt);
   return dt < 5 ? 0 : 1; /* COLLIE_EXEC_TIMEOUT=2 bounds it */
+}
+
+static int one_thread_destroy(void) {
+  collie_comm_t *comms[2];
+  collie_result_t r = collie_comm_init_all(comms, 2);
+  if (r) return fail("init_all", r, NULL);
+  double t0 = now_s();
+  collie_result_t r0 = collie_comm_destroy(comms[0]);
+  double t1 = now_s();
+  collie_result_t r1 = collie_comm_destroy(comms[1]);
+  double t2 = now_s();
+  printf("destroy of rank 0: %s after %.1f s; of rank 1: %s after %.1f s\n", collie_get_error_string(r0), t1 - t0,
+         collie_get_error_string(r1), t2 - t1);
+  return r0 || r1 || t2 - t1 > 1;
 }
 
 static int split_fails(void) {
@@ -891,6 +909,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
   if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
+  if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
   if (argc == 2 && !strcmp(argv[1], "p2p-left")) return p2p_left();
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
