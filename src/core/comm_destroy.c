@@ -142,11 +142,12 @@ collie_result_t collie_comm_abort(collie_comm_t *comm) {
   /* The other ranks are told, best effort (not while another thread sends on the control
    * channel): they reported that this rank "died or closed its connection without
    * destroying the communicator". */
-  char msg[256];
+  char msg[512], me[160];
+  /* with its pid and host: on a split communicator the rank number alone is hard to trace */
   snprintf(msg, sizeof(msg),
-           "rank %d aborted its communicator (collie_comm_abort); every rank now fails its pending and next "
+           "%s aborted its communicator (collie_comm_abort); every rank now fails its pending and next "
            "operations on it: destroy it, and create a new one to go on",
-           comm->rank);
+           collie_peer_desc(comm, comm->rank, me, sizeof(me)));
   collie_ctl_try_send_fail(comm, COLLIE_ERR_REMOTE, msg);
   /* Called from a signal handler that interrupted this thread inside the library, with the
    * lock held (or just taken, its owner not yet written): the teardown would wait for it

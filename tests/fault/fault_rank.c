@@ -374,7 +374,8 @@ static void *abort_thread(void *p) {
      * "died or closed its connection without destroying the communicator"). */
     collie_result_t r = collie_recv(&x, 1, COLLIE_INT32, 0, a->comm);
     printf("rank 1: %s: %s\n", collie_get_error_string(r), collie_get_last_error(a->comm));
-    a->rc = !(r == COLLIE_ERR_REMOTE && strstr(collie_get_last_error(a->comm), "rank 0 aborted its communicator"));
+    a->rc = !(r == COLLIE_ERR_REMOTE && strstr(collie_get_last_error(a->comm), "rank 0 (pid ") &&
+              strstr(collie_get_last_error(a->comm), ") aborted its communicator"));
     collie_comm_destroy(a->comm);
   }
   return NULL;
