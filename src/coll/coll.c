@@ -210,6 +210,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   op->stream = collie_coll_streams(comm, recv_bytes(args));
   if (native) collie_native_prepare(op, args);
   op->temp = call->temp;
+  op->counts_hash = call->counts_hash;
   if (call->op == COLLIE_AVG && call->avg_count) {
     op->avg_buf = call->avg_buf;
     op->avg_count = call->avg_count;

@@ -200,6 +200,7 @@ static void fill_header(collie_op_t *op, collie_xfer_t *x, int src_rank, uint64_
   x->hdr.src_rank = src_rank;
   x->hdr.seq = op->seq;
   x->hdr.count = op->count;
+  x->hdr.counts_hash = op->counts_hash;
   x->hdr.nbytes = nbytes;
 }
 

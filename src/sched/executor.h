@@ -21,6 +21,7 @@ typedef struct collie_op {
   collie_coll_t coll;
   uint64_t seq;
   uint64_t count;          /* signature count carried in headers */
+  uint64_t counts_hash;    /* carried in headers too (wire.h) */
   collie_datatype_t dt;
   collie_redop_t redop;
   int root;
@@ -145,6 +146,7 @@ static inline void collie_op_fingerprint(const collie_op_t *op, int rank, collie
   h->src_rank = rank;
   h->seq = op->seq;
   h->count = op->count;
+  h->counts_hash = op->counts_hash;
 }
 
 #endif

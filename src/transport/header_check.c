@@ -18,7 +18,8 @@ static bool is_rooted(int coll) {
 
 bool collie_wire_same_call(const collie_wire_hdr_t *a, const collie_wire_hdr_t *b) {
   return a->coll == b->coll && a->dtype == b->dtype && a->count == b->count &&
-         (!is_reduction(a->coll) || a->redop == b->redop) && (!is_rooted(a->coll) || a->root == b->root);
+         a->counts_hash == b->counts_hash && (!is_reduction(a->coll) || a->redop == b->redop) &&
+         (!is_rooted(a->coll) || a->root == b->root);
 }
 
 /* "allreduce(count=1000, float32, sum)" */
@@ -65,6 +66,12 @@ int collie_xfer_check_header(collie_comm_t *comm, collie_peer_t *peer, collie_xf
                      got->coll == COLLIE_COLL_SEND ? "" : describe(got, a, sizeof(a)), comm->rank, comm->rank,
                      want->coll == COLLIE_COLL_SEND ? "a point-to-point message" : describe(want, b, sizeof(b)),
                      "");
+  } else if (!strcmp(describe(got, a, sizeof(a)), describe(want, b, sizeof(b))) && got->seq == want->seq &&
+             got->counts_hash != want->counts_hash) {
+    collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
+                     "rank %d called %s as operation #%llu with other recvcounts than rank %d (the same sum, "
+                     "divided differently among the ranks); every rank must pass the same recvcounts",
+                     peer->rank, describe(got, a, sizeof(a)), (unsigned long long)want->seq, comm->rank);
   } else if (!strcmp(describe(got, a, sizeof(a)), describe(want, b, sizeof(b))) && got->seq == want->seq) {
     /* The same call on both sides, but a message of another size: the counts arrays of a
      * v-collective disagree (they travel in no header). Showing the calls alone gave a

@@ -18,7 +18,8 @@ typedef struct {
   uint64_t seq;    /* collective number on the communicator (0 for point to point) */
   uint64_t count;  /* the operation's signature count (elements)                  */
   uint64_t nbytes; /* this message's payload                                      */
-  uint64_t reserved;
+  uint64_t counts_hash; /* allgatherv, reduce_scatterv: a hash of recvcounts, which every
+                        * rank passes alike (the count above is only their sum); else 0 */
 } collie_wire_hdr_t;
 
 _Static_assert(sizeof(collie_wire_hdr_t) == 48, "wire header is 48 bytes");

@@ -38,7 +38,8 @@
  * --mismatch: rank 0 calls allreduce with count 1000, the others with 1024; every rank must
  * get COLLIE_ERR_MISMATCH naming allreduce (and, where the rank saw the counts, both
  * counts); then a datatype mismatch on a second communicator, counts that differ on
- * two more, alltoallv counts arrays that disagree, a broadcast, a reduce and a large
+ * two more, alltoallv counts arrays that disagree, allgatherv recvcounts that differ with
+ * the same sum (4 ranks and more), a broadcast, a reduce and a large
  * broadcast whose ranks disagree on the root, an all-to-allv that sends nothing where data
  * is expected; then a healthy communicator must still work.
  *
@@ -1098,11 +1099,11 @@ static void run_determinism(ctx_t *x) {
 static int contains(const char *s, const char *w) { return s && strstr(s, w) != NULL; }
 
 static void run_mismatch(ctx_t *x) {
-  collie_comm_t *dtc = NULL, *healthy = NULL, *tiny = NULL, *lines = NULL, *vc = NULL;
+  collie_comm_t *dtc = NULL, *healthy = NULL, *tiny = NULL, *lines = NULL, *vc = NULL, *vg = NULL;
   collie_result_t r;
   if ((r = collie_comm_split(x->comm, 0, x->rank, &dtc)) || (r = collie_comm_split(x->comm, 0, x->rank, &healthy)) ||
       (r = collie_comm_split(x->comm, 0, x->rank, &tiny)) || (r = collie_comm_split(x->comm, 0, x->rank, &lines)) ||
-      (r = collie_comm_split(x->comm, 0, x->rank, &vc))) {
+      (r = collie_comm_split(x->comm, 0, x->rank, &vc)) || (r = collie_comm_split(x->comm, 0, x->rank, &vg))) {
     api_failed(x, NULL, "collie_comm_split", r);
     return;
   }
@@ -1194,6 +1195,32 @@ static void run_mismatch(ctx_t *x) {
            "40 and 48 bytes and naming sendcounts (last error: %s)", collie_get_error_string(r), msg ? msg : "(none)");
   }
   collie_comm_destroy(vc);
+
+  /* 2d'. allgatherv whose recvcounts disagree with the same sum: rank 1 swaps the counts of
+   * ranks 2 and 3. Every message may have the size its receiver expects (an algorithm that
+   * sends several blocks at once), and rank 1 laid the blocks out by its own counts: wrong
+   * data and success everywhere (4 ranks). Each rank must get COLLIE_ERR_MISMATCH naming
+   * recvcounts, from the call or, where its own part was already done, from the next one. */
+  if (x->n >= 4 && x->n <= 64) {
+    size_t gcnt[64], gdis[64], at = 0;
+    for (int i = 0; i < x->n; i++) gcnt[i] = 2 + (size_t)i;
+    if (x->rank == 1) {
+      gcnt[2] = 5;
+      gcnt[3] = 4;
+    }
+    for (int i = 0; i < x->n; i++) gdis[i] = at, at += gcnt[i];
+    r = collie_allgatherv(sb, gcnt[x->rank], rb, gcnt, gdis, COLLIE_FLOAT32, vg);
+    if (r == COLLIE_SUCCESS) r = collie_barrier(vg);
+    msg = collie_get_last_error(vg);
+    x->cases++;
+    if (r != COLLIE_ERR_MISMATCH || !contains(msg, "allgatherv") || !contains(msg, "recvcounts")) {
+      x->failed++;
+      say(x, "MISMATCH mismatch: allgatherv whose recvcounts differ on rank 1 (same sum) returned %s, expected "
+             "COLLIE_ERR_MISMATCH naming allgatherv and recvcounts (last error: %s)",
+          collie_get_error_string(r), msg ? msg : "(none)");
+    }
+  }
+  collie_comm_destroy(vg);
 
   /* 2e. roots that disagree: rank 1 believes it is the root, the others name rank 0. A small
    * broadcast (its root waits for nobody: both roots once returned success, rank 1 with
