@@ -88,11 +88,12 @@ void collie_ctl_send_fail(collie_comm_t *comm, collie_result_t res, const char *
  * pair's ordered stream. */
 typedef struct {
   collie_wire_hdr_t call;
-  int32_t peer; /* -1: not waiting for a message (a shared-memory collective) */
-  int32_t dir;  /* COLLIE_STALL_RECV: to receive from peer; COLLIE_STALL_SEND: for peer to receive */
+  int32_t peer; /* -1: waiting for no one peer */
+  int32_t dir;  /* COLLIE_STALL_RECV: to receive from peer; COLLIE_STALL_SEND: for peer to receive;
+                 * COLLIE_STALL_SHM: for peer to enter shared-memory round `pos` */
   uint64_t pos;
 } collie_stall_t;
-enum { COLLIE_STALL_RECV = 1, COLLIE_STALL_SEND = 2 };
+enum { COLLIE_STALL_RECV = 1, COLLIE_STALL_SEND = 2, COLLIE_STALL_SHM = 3 };
 enum { COLLIE_STALL_RING = 64 }; /* operation numbers rank 0 remembers a stall report of */
 
 /* This rank's oldest pending collective has made no progress for a while: the report goes

@@ -85,9 +85,12 @@ void collie_ctl_check_owed(collie_comm_t *comm, int asker, const collie_stall_t 
   if (asker < 0 || asker >= comm->nranks || asker == comm->rank) return;
   collie_lock(&comm->lock);
   const collie_peer_t *peer = &comm->peers[asker];
-  const uint64_t posted = st->dir == COLLIE_STALL_RECV ? peer->send_seq : peer->recv_seq;
+  /* SHM: the rounds this rank has numbered; it enters round pos only if it numbered it */
+  const uint64_t posted = st->dir == COLLIE_STALL_SHM    ? comm->native_rounds
+                          : st->dir == COLLIE_STALL_RECV ? peer->send_seq
+                                                         : peer->recv_seq;
   const bool owed = !atomic_load(&comm->failed) && comm->coll_seq >= st->call.seq && posted <= st->pos &&
-                    (st->dir == COLLIE_STALL_RECV || st->dir == COLLIE_STALL_SEND);
+                    (st->dir == COLLIE_STALL_RECV || st->dir == COLLIE_STALL_SEND || st->dir == COLLIE_STALL_SHM);
   /* This rank's own call of that number, while it is pending: when the calls differ (a
    * reduce with another root), that is the better sentence. */
   collie_wire_hdr_t mine;
@@ -113,7 +116,15 @@ void collie_ctl_check_owed(collie_comm_t *comm, int asker, const collie_stall_t 
                              c == COLLIE_COLL_GATHER
                          ? "; check that every rank passes the same root"
                          : "";
-  if (st->dir == COLLIE_STALL_RECV)
+  if (st->dir == COLLIE_STALL_SHM)
+    collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
+                     "%s waits in %s #%llu for %s to reach a round of that shared-memory collective, which that "
+                     "rank has issued without reaching it (it completed it at once, as with a count of 0, ran it "
+                     "as messages, or cut it into fewer rounds): every rank must call the same collectives with "
+                     "the same counts%s",
+                     collie_peer_desc(comm, asker, pa, sizeof(pa)), coll, (unsigned long long)st->call.seq,
+                     collie_peer_desc(comm, comm->rank, pb, sizeof(pb)), hint);
+  else if (st->dir == COLLIE_STALL_RECV)
     collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
                      "%s waits in %s #%llu for a message from %s, which has issued that operation without sending "
                      "it one there: the ranks' calls disagree on what moves between them%s",

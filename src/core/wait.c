@@ -43,6 +43,14 @@ static void report_stall(collie_comm_t *comm) {
   if (x) {
     st.dir = x->is_send ? COLLIE_STALL_SEND : COLLIE_STALL_RECV;
     st.pos = x->pseq;
+  } else if (op->native && op->nat_wait >= 0 && op->nat_wait != comm->rank &&
+             (op->nat_wait_flag == COLLIE_SHM_READY || op->nat_wait_flag == COLLIE_SHM_STAGED)) {
+    /* waiting for a peer to enter (or stage) this round: a peer that issued this operation
+     * without ever reaching the round (a count of 0 there, which completes at once, or a
+     * collective sent as messages) never will (stall.c) */
+    st.peer = op->nat_wait;
+    st.dir = COLLIE_STALL_SHM;
+    st.pos = op->nat_round;
   }
   collie_ctl_report_stall(comm, &st);
 }

@@ -26,6 +26,12 @@ add_test(NAME fault_bad_args COMMAND ${FAULT_BIN} bad-args)
 add_test(NAME fault_dead_in_destroy_shm COMMAND bash ${FAULT_SH} ${FAULT_BIN} dead-in-destroy 3 1 shm)
 add_test(NAME fault_dead_root_in_destroy_tcp COMMAND bash ${FAULT_SH} ${FAULT_BIN} dead-in-destroy 3 0 tcp)
 set_tests_properties(fault_dead_in_destroy_shm fault_dead_root_in_destroy_tcp PROPERTIES TIMEOUT 60 LABELS fault)
+# A count of 0 on one rank only (its call completes at once) in a shared-memory all-to-all,
+# then an all-reduce as messages: the others waited in the all-to-all until
+# COLLIE_EXEC_TIMEOUT, rank 1 in the all-reduce; the stall reports now find it.
+add_test(NAME fault_zero_count_4 COMMAND $<TARGET_FILE:collie-run> -n 4 --timeout 50 ${FAULT_BIN} zero-count)
+set_tests_properties(fault_zero_count_4 PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=40;COLLIE_ALGO=ring")
 # One thread destroying the ranks of collie_comm_init_all one after another: the first
 # waits out COLLIE_EXEC_TIMEOUT (2 s here), and must say why halfway.
 add_test(NAME fault_one_thread_destroy COMMAND bash -c "out=$(\"$0\" one-thread-destroy 2>&1); rc=$?; echo \"$out\"; test $rc = 0 && grep -q 'call each rank.s collie_comm_destroy from its own thread' <<<\"$out\"" ${FAULT_BIN})

@@ -23,6 +23,12 @@
  *                                       after the other from one thread: the first waits
  *                                       until COLLIE_EXEC_TIMEOUT (its log says why: the test
  *                                       checks), the second returns at once; both succeed
+ *   fault_rank zero-count               rank 1 calls an all-to-all with count 0 (which completes
+ *                                       at once), the others with 2, then all an all-reduce
+ *                                       (run with COLLIE_ALGO=ring: the all-to-all in shared
+ *                                       memory, the all-reduce as messages): every rank must
+ *                                       fail with COLLIE_ERR_MISMATCH within 5 s, naming the
+ *                                       round rank 1 never reached
  *   fault_rank dead-in-destroy VICTIM   after an all-reduce the victim exits without destroying
  *                                       (_exit) while the others are in collie_comm_destroy:
  *                                       theirs must end within 5 s, not after
@@ -239,6 +245,24 @@ static int one_thread_destroy(void) {
   printf("destroy of rank 0: %s after %.1f s; of rank 1: %s after %.1f s\n", collie_get_error_string(r0), t1 - t0,
          collie_get_error_string(r1), t2 - t1);
   return r0 || r1 || t2 - t1 > 1;
+}
+
+static int zero_count(void) {
+  collie_comm_t *comm;
+  int rank, n;
+  if (init_rank(&comm, &rank)) return 1;
+  collie_comm_size(comm, &n);
+  int32_t send[64] = {0}, recv[64];
+  float one = 1, sum;
+  double t0 = now_s();
+  collie_result_t r = collie_alltoall(send, recv, rank == 1 ? 0 : 2, COLLIE_INT32, comm);
+  if (!r) r = collie_allreduce(&one, &sum, 1, COLLIE_FLOAT32, COLLIE_SUM, comm);
+  double dt = now_s() - t0;
+  const char *msg = collie_get_last_error(comm);
+  printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt, msg);
+  bool ok = n <= 32 && r == COLLIE_ERR_MISMATCH && dt < 5 && strstr(msg, "rank 1 ") && strstr(msg, "without reaching");
+  collie_comm_destroy(comm);
+  return ok ? 0 : 1;
 }
 
 static int split_fails(void) {
@@ -910,6 +934,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
   if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
+  if (argc == 2 && !strcmp(argv[1], "zero-count")) return zero_count();
   if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
   if (argc == 2 && !strcmp(argv[1], "p2p-left")) return p2p_left();
