@@ -8,6 +8,7 @@
 #include "algo/native/shm_native.h"
 #include "coll/sched_cache.h"
 #include "core/error.h"
+#include "core/progress_others.h"
 #include "core/log.h"
 #include "tune/tune.h"
 
@@ -239,6 +240,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   collie_unlock(&comm->lock);
   if (kick) collie_progress_kick(comm);
   if (res) collie_comm_end_abort(comm);
+  if (!res && !frame) collie_others_note(comm); /* may stay pending while this thread waits elsewhere */
   if (!cached) collie_tune_log_choice(comm, args->coll, call->bytes, cands, n, chosen, forced);
   return res;
 }

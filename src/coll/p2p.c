@@ -4,6 +4,7 @@
 
 #include "coll/post.h"
 #include "core/error.h"
+#include "core/progress_others.h"
 
 static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_datatype_t dt, int peer,
                                 collie_comm_t *comm, collie_request_t **req, bool internal) {
@@ -20,6 +21,7 @@ static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_da
     return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: buffer is NULL but count is %zu", fn,
                         comm->rank, count);
   if (!req) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: request is NULL", fn, comm->rank);
+  collie_frame_t *frame = collie_frame_take();
   collie_sched_t *s = malloc(sizeof(*s));
   if (!s) return collie_comm_fail_no_memory(comm, fn, "its schedule");
   collie_sched_init(s, comm->nranks, comm->rank, collie_datatype_size(dt));
@@ -28,14 +30,16 @@ static collie_result_t post_p2p(bool is_send, void *buf, size_t count, collie_da
   collie_op_t *op = s->failed ? NULL
                               : collie_op_create(comm, s, true, is_send ? buf : NULL, is_send ? NULL : buf,
                                                  is_send ? COLLIE_COLL_SEND : COLLIE_COLL_RECV, count, dt,
-                                                 COLLIE_SUM, -1, collie_frame_take());
+                                                 COLLIE_SUM, -1, frame);
   if (!op) {
     collie_sched_free(s);
     free(s);
     return collie_comm_fail_no_memory(comm, fn, "its operation");
   }
   op->internal = internal;
-  return collie_post(comm, op, req);
+  res = collie_post(comm, op, req);
+  if (!res && !frame) collie_others_note(comm); /* may stay pending while this thread waits elsewhere */
+  return res;
 }
 
 collie_result_t collie_isend(const void *buf, size_t count, collie_datatype_t dt, int peer, collie_comm_t *comm,

@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
+#include "core/progress_others.h"
 #include "coll/sched_cache.h"
 #include "core/log.h"
 #include "sched/executor.h"
@@ -102,6 +103,7 @@ static void depart_and_release(collie_comm_t *comm) {
 collie_result_t collie_comm_destroy(collie_comm_t *comm) {
   collie_result_t res = collie_comm_check_handle(comm, "collie_comm_destroy");
   if (res) return res;
+  collie_others_forget(comm);
   if (atomic_exchange(&comm->destroyed, 1)) {
     collie_comm_end_abort(comm); /* an abort from a signal handler left half done */
     return collie_error(comm, COLLIE_ERR_INVALID_USAGE,

@@ -59,6 +59,13 @@ static inline void collie_lock(collie_lock_t *l) {
   atomic_store_explicit(&l->owner, collie_thread_id(), memory_order_relaxed);
 }
 
+/* Takes l if it is free now; returns whether it did. */
+static inline int collie_lock_try(collie_lock_t *l) {
+  if (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) return 0;
+  atomic_store_explicit(&l->owner, collie_thread_id(), memory_order_relaxed);
+  return 1;
+}
+
 /* Whether this thread holds l: true only in a signal handler that interrupted a holder. */
 static inline int collie_lock_mine(collie_lock_t *l) {
   return atomic_load_explicit(&l->owner, memory_order_relaxed) == collie_thread_id();

@@ -17,6 +17,7 @@
 #include "core/futex.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "core/progress_others.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
 #include "transport/tcp.h"
@@ -239,8 +240,12 @@ collie_result_t collie_request_wait(collie_request_t *req) {
       collie_idle(comm, &idle, &req->done);
       continue;
     }
-    if (progress_once(comm, false)) idle = 0;
-    else if (!atomic_load_explicit(&req->done, memory_order_acquire)) collie_idle(comm, &idle, &req->done);
+    if (progress_once(comm, false)) {
+      idle = 0;
+    } else if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
+      if ((idle & 15) == 15) collie_others_progress(comm); /* this thread's other communicators */
+      collie_idle(comm, &idle, &req->done);
+    }
   }
   /* One completion per request: two threads waiting for (or testing) it at once both got
    * here, and each released it and its communicator. (A blocking call's request is its

@@ -32,6 +32,11 @@ set_tests_properties(fault_dead_in_destroy_shm fault_dead_root_in_destroy_tcp PR
 add_test(NAME fault_zero_count_4 COMMAND $<TARGET_FILE:collie-run> -n 4 --timeout 50 ${FAULT_BIN} zero-count)
 set_tests_properties(fault_zero_count_4 PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=40;COLLIE_ALGO=ring")
+# Nonblocking all-reduces on two communicators, waited for in opposite orders: a wait moved
+# only its own communicator, and both ranks waited until COLLIE_EXEC_TIMEOUT.
+add_test(NAME fault_cross_wait_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait)
+set_tests_properties(fault_cross_wait_tcp PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
 # One thread destroying the ranks of collie_comm_init_all one after another: the first
 # waits out COLLIE_EXEC_TIMEOUT (2 s here), and must say why halfway.
 add_test(NAME fault_one_thread_destroy COMMAND bash -c "out=$(\"$0\" one-thread-destroy 2>&1); rc=$?; echo \"$out\"; test $rc = 0 && grep -q 'call each rank.s collie_comm_destroy from its own thread' <<<\"$out\"" ${FAULT_BIN})

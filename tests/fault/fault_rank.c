@@ -29,6 +29,10 @@
  *                                       memory, the all-reduce as messages): every rank must
  *                                       fail with COLLIE_ERR_MISMATCH within 5 s, naming the
  *                                       round rank 1 never reached
+ *   fault_rank cross-wait               an all-reduce pending on two communicators (the world,
+ *                                       and a split of it), waited for in opposite orders by
+ *                                       ranks 0 and 1 (run with COLLIE_TRANSPORT=tcp): both
+ *                                       must complete, with the right sums, within 5 s
  *   fault_rank dead-in-destroy VICTIM   after an all-reduce the victim exits without destroying
  *                                       (_exit) while the others are in collie_comm_destroy:
  *                                       theirs must end within 5 s, not after
@@ -263,6 +267,32 @@ static int zero_count(void) {
   bool ok = n <= 32 && r == COLLIE_ERR_MISMATCH && dt < 5 && strstr(msg, "rank 1 ") && strstr(msg, "without reaching");
   collie_comm_destroy(comm);
   return ok ? 0 : 1;
+}
+
+static int cross_wait(void) {
+  collie_comm_t *world, *split = NULL;
+  int rank, n;
+  if (init_rank(&world, &rank)) return 1;
+  collie_comm_size(world, &n);
+  collie_result_t r = collie_comm_split(world, 0, rank, &split);
+  if (r) return fail("split", r, world);
+  enum { COUNT = 1000 };
+  static float a[COUNT], b[COUNT], ra[COUNT], rb[COUNT];
+  for (int i = 0; i < COUNT; i++) a[i] = 1, b[i] = 2;
+  collie_request_t *qa, *qb;
+  double t0 = now_s();
+  if ((r = collie_iallreduce(a, ra, COUNT, COLLIE_FLOAT32, COLLIE_SUM, world, &qa)) ||
+      (r = collie_iallreduce(b, rb, COUNT, COLLIE_FLOAT32, COLLIE_SUM, split, &qb)))
+    return fail("iallreduce", r, world);
+  collie_result_t r1 = collie_wait(rank == 0 ? qb : qa), r2 = collie_wait(rank == 0 ? qa : qb);
+  double dt = now_s() - t0;
+  int wrong = 0;
+  for (int i = 0; i < COUNT; i++) wrong += ra[i] != (float)n || rb[i] != (float)(2 * n);
+  printf("rank %d: waits returned %s and %s after %.2f s, %d wrong sums\n", rank, collie_get_error_string(r1),
+         collie_get_error_string(r2), dt, wrong);
+  collie_comm_destroy(split);
+  collie_comm_destroy(world);
+  return r1 || r2 || wrong || dt > 5;
 }
 
 static int split_fails(void) {
@@ -934,6 +964,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
   if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
+  if (argc == 2 && !strcmp(argv[1], "cross-wait")) return cross_wait();
   if (argc == 2 && !strcmp(argv[1], "zero-count")) return zero_count();
   if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();

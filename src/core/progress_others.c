@@ -1,0 +1,70 @@
+/* Progress across communicators (progress_others.h). */
+#include "core/progress_others.h"
+
+#include <pthread.h>
+
+#include "core/comm_internal.h"
+#include "sched/executor.h"
+
+enum { OTHERS_MAX = 8 }; /* a thread with more communicators in flight skips the rest */
+
+typedef struct {
+  collie_comm_t *comm[OTHERS_MAX];
+  int n;
+} others_t;
+
+static _Thread_local others_t others;
+static pthread_key_t others_key;
+static pthread_once_t others_once = PTHREAD_ONCE_INIT;
+
+/* At thread exit: the references go (the key's value only makes the destructor run). */
+static void others_exit(void *unused) {
+  (void)unused;
+  for (int i = 0; i < others.n; i++) collie_comm_release(others.comm[i]);
+  others.n = 0;
+}
+
+static void others_key_make(void) {
+  if (pthread_key_create(&others_key, others_exit)) others_key = 0;
+}
+
+static void drop(int i) {
+  collie_comm_t *c = others.comm[i];
+  others.comm[i] = others.comm[--others.n];
+  collie_comm_release(c);
+}
+
+void collie_others_note(collie_comm_t *comm) {
+  if (atomic_load(&comm->has_progress_thread)) return;
+  for (int i = 0; i < others.n; i++)
+    if (others.comm[i] == comm) return;
+  for (int i = others.n - 1; i >= 0 && others.n == OTHERS_MAX; i--)
+    if (atomic_load(&others.comm[i]->destroyed)) drop(i);
+  if (others.n == OTHERS_MAX) return;
+  pthread_once(&others_once, others_key_make);
+  pthread_setspecific(others_key, &others);
+  collie_comm_retain(comm);
+  others.comm[others.n++] = comm;
+}
+
+void collie_others_progress(collie_comm_t *waiting) {
+  for (int i = others.n - 1; i >= 0; i--) {
+    collie_comm_t *c = others.comm[i];
+    if (c == waiting) continue;
+    if (atomic_load(&c->destroyed)) {
+      drop(i);
+      continue;
+    }
+    if (atomic_load(&c->has_progress_thread) || !collie_lock_try(&c->lock)) continue;
+    if (c->ops) collie_progress(c);
+    collie_unlock(&c->lock);
+  }
+}
+
+void collie_others_forget(collie_comm_t *comm) {
+  for (int i = 0; i < others.n; i++)
+    if (others.comm[i] == comm) {
+      drop(i);
+      return;
+    }
+}
