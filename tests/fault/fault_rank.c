@@ -976,6 +976,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | one-thread-destroy\n");
   return 2;
 }
