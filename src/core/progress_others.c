@@ -2,6 +2,7 @@
 #include "core/progress_others.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "core/comm_internal.h"
 #include "sched/executor.h"
@@ -15,6 +16,7 @@ typedef struct {
 
 static _Thread_local others_t others;
 static pthread_key_t others_key;
+static bool others_key_ok;
 static pthread_once_t others_once = PTHREAD_ONCE_INIT;
 
 /* At thread exit: the references go (the key's value only makes the destructor run). */
@@ -24,9 +26,7 @@ static void others_exit(void *unused) {
   others.n = 0;
 }
 
-static void others_key_make(void) {
-  if (pthread_key_create(&others_key, others_exit)) others_key = 0;
-}
+static void others_key_make(void) { others_key_ok = pthread_key_create(&others_key, others_exit) == 0; }
 
 static void drop(int i) {
   collie_comm_t *c = others.comm[i];
@@ -42,7 +42,8 @@ void collie_others_note(collie_comm_t *comm) {
     if (atomic_load(&others.comm[i]->destroyed)) drop(i);
   if (others.n == OTHERS_MAX) return;
   pthread_once(&others_once, others_key_make);
-  pthread_setspecific(others_key, &others);
+  /* without the key nothing would release the references at thread exit: no list then */
+  if (!others_key_ok || pthread_setspecific(others_key, &others)) return;
   collie_comm_retain(comm);
   others.comm[others.n++] = comm;
 }
