@@ -84,10 +84,45 @@ void collie_comm_free(collie_comm_t *comm) {
  * a rank still waiting in an operation this rank never made (or completed at once, e.g.
  * with count 0 here only) otherwise saw the connection close and reported that this rank
  * "died or closed its connection without destroying the communicator". */
-static void depart_and_release(collie_comm_t *comm) {
+/* Once every rank has left, their goodbyes say how many messages each sent this rank and
+ * received from it. A difference means calls that did not match but raised no error: a
+ * collective with a count of 0 on some ranks only (it completes at once, and the message
+ * another rank sent it stays unread), one rank calling a reduce where the others
+ * broadcast, a small send without its receive (all returned success, and the data was lost
+ * without a word). The destroy still releases everything; it returns COLLIE_ERR_MISMATCH
+ * with a sentence that names the pair. */
+static collie_result_t unmatched_messages(collie_comm_t *comm) {
+  char msg[768] = "", pd[160];
+  collie_lock(&comm->lock);
+  for (int p = 0; p < comm->nranks && !msg[0] && !atomic_load(&comm->failed); p++) {
+    const collie_peer_t *peer = &comm->peers[p];
+    if (p == comm->rank || !peer->gone) continue;
+    const bool unread = peer->gone_sent > peer->recv_seq;
+    if (!unread && peer->send_seq <= peer->gone_recvd) continue;
+    collie_peer_desc(comm, p, pd, sizeof(pd));
+    const unsigned long long sent = unread ? peer->gone_sent : peer->send_seq,
+                             got = unread ? peer->recv_seq : peer->gone_recvd;
+    snprintf(msg, sizeof(msg),
+             "collie_comm_destroy on rank %d: %s %s %llu message(s) that %s never received (%llu sent, %llu "
+             "received): some calls did not match between the two ranks although they returned success (a "
+             "collective with a count of 0 on some ranks only, a rank calling another collective, or a send "
+             "without its receive); make every rank issue the same calls. The communicator is destroyed",
+             comm->rank, unread ? pd : "this rank", unread ? "sent this rank" : "sent", sent - got,
+             unread ? "this rank" : pd, sent, got);
+  }
+  collie_unlock(&comm->lock);
+  if (!msg[0]) return COLLIE_SUCCESS;
+  COLLIE_WARN(COLLIE_SUB_COLL, comm->rank, "%s", msg);
+  return collie_error(NULL, COLLIE_ERR_MISMATCH, "%s", msg);
+}
+
+static collie_result_t depart_and_release(collie_comm_t *comm) {
+  collie_result_t res = COLLIE_SUCCESS;
   if (!atomic_load(&comm->failed)) {
     int64_t deadline = collie_now_ns() + (int64_t)comm->exec_timeout_ms * 1000000;
-    if (collie_ctl_depart(comm, deadline) != COLLIE_SUCCESS)
+    collie_result_t left = collie_ctl_depart(comm, deadline);
+    if (left == COLLIE_SUCCESS) res = unmatched_messages(comm);
+    else
       collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
                        "rank %d destroyed its communicator after issuing %llu collective(s) on it, and gave up "
                        "waiting %d s for the other ranks to destroy theirs; a rank still in an operation waits "
@@ -98,6 +133,7 @@ static void depart_and_release(collie_comm_t *comm) {
   }
   collie_comm_teardown(comm);
   collie_comm_release(comm);
+  return res;
 }
 
 collie_result_t collie_comm_destroy(collie_comm_t *comm) {
@@ -122,8 +158,7 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
    * last operation, saw it leave and failed ("rank 1 died ...": tune_end_to_end failed 5
    * runs in 6). Ranks destroy their communicators in the same order. An abort from another
    * thread meanwhile ends the wait (the communicator fails). */
-  depart_and_release(comm);
-  return COLLIE_SUCCESS;
+  return depart_and_release(comm);
 }
 
 enum { ABORT_LOCK_MS = 100 };

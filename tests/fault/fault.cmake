@@ -37,6 +37,12 @@ set_tests_properties(fault_zero_count_4 PROPERTIES TIMEOUT 60 LABELS fault
 add_test(NAME fault_cross_wait_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait)
 set_tests_properties(fault_cross_wait_tcp PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
+# A small send that is never received completes at once on both sides, and a shared-memory
+# all-reduce after it reads no message: the destroys must say so (the message was lost
+# without a word). (Over TCP the all-reduce's messages find it at once.)
+add_test(NAME fault_unmatched_send_shm COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} unmatched-send)
+set_tests_properties(fault_unmatched_send_shm PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20")
 # One thread destroying the ranks of collie_comm_init_all one after another: the first
 # waits out COLLIE_EXEC_TIMEOUT (2 s here), and must say why halfway.
 add_test(NAME fault_one_thread_destroy COMMAND bash -c "out=$(\"$0\" one-thread-destroy 2>&1); rc=$?; echo \"$out\"; test $rc = 0 && grep -q 'call each rank.s collie_comm_destroy from its own thread' <<<\"$out\"" ${FAULT_BIN})

@@ -33,6 +33,10 @@
  *                                       and a split of it), waited for in opposite orders by
  *                                       ranks 0 and 1 (run with COLLIE_TRANSPORT=tcp): both
  *                                       must complete, with the right sums, within 5 s
+ *   fault_rank unmatched-send           rank 0 sends rank 1 a small message it never receives
+ *                                       (the send completes at once), then both all-reduce:
+ *                                       both destroys must return COLLIE_ERR_MISMATCH naming the
+ *                                       message that was never received
  *   fault_rank dead-in-destroy VICTIM   after an all-reduce the victim exits without destroying
  *                                       (_exit) while the others are in collie_comm_destroy:
  *                                       theirs must end within 5 s, not after
@@ -293,6 +297,20 @@ static int cross_wait(void) {
   collie_comm_destroy(split);
   collie_comm_destroy(world);
   return r1 || r2 || wrong || dt > 5;
+}
+
+static int unmatched_send(void) {
+  collie_comm_t *comm;
+  int rank;
+  if (init_rank(&comm, &rank)) return 1;
+  int32_t x = 7, one = 1, sum = 0;
+  collie_result_t r = rank == 0 ? collie_send(&x, 1, COLLIE_INT32, 1, comm) : COLLIE_SUCCESS;
+  if (!r) r = collie_allreduce(&one, &sum, 1, COLLIE_INT32, COLLIE_SUM, comm);
+  if (r) return fail("send or allreduce", r, comm);
+  r = collie_comm_destroy(comm);
+  const char *msg = collie_get_last_error(NULL);
+  printf("rank %d: destroy returned %s: %s\n", rank, collie_get_error_string(r), msg);
+  return !(r == COLLIE_ERR_MISMATCH && strstr(msg, "1 message(s)") && strstr(msg, "never received"));
 }
 
 static int split_fails(void) {
@@ -965,6 +983,7 @@ int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
   if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
   if (argc == 2 && !strcmp(argv[1], "cross-wait")) return cross_wait();
+  if (argc == 2 && !strcmp(argv[1], "unmatched-send")) return unmatched_send();
   if (argc == 2 && !strcmp(argv[1], "zero-count")) return zero_count();
   if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
@@ -976,6 +995,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | one-thread-destroy\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | one-thread-destroy | unmatched-send\n");
   return 2;
 }
