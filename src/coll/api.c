@@ -130,7 +130,7 @@ collie_result_t collie_iallreduce(const void *sendbuf, void *recvbuf, size_t cou
   TRY(check_buf(comm, fn, sendbuf, "sendbuf", count));
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", count));
   TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes, sendbuf == recvbuf, "sendbuf == recvbuf"));
-  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, bytes, count, recvbuf, count, NULL, 0};
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, bytes, count, recvbuf, count, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLREDUCE, .count = count, .in_place = sendbuf == recvbuf};
   return post_or_done(comm, &a, &c, count == 0, req);
 }
@@ -146,7 +146,7 @@ collie_result_t collie_ibroadcast(const void *sendbuf, void *recvbuf, size_t cou
   TRY(check_buf(comm, fn, recvbuf, "recvbuf", count));
   if (comm->rank == root)
     TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes, sendbuf == recvbuf, "sendbuf == recvbuf"));
-  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, root, bytes, count, NULL, 0, NULL, 0};
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, root, bytes, count, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_BROADCAST, .root = root, .count = count,
                           .in_place = comm->rank == root && sendbuf == recvbuf};
   return post_or_done(comm, &a, &c, count == 0, req);
@@ -165,7 +165,7 @@ collie_result_t collie_ireduce(const void *sendbuf, void *recvbuf, size_t count,
   bool at_root = comm->rank == root;
   if (at_root) TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes, sendbuf == recvbuf, "sendbuf == recvbuf"));
   collie_coll_call_t c = {fn, sendbuf, at_root ? recvbuf : NULL, dt, op, root, bytes, count,
-                          at_root ? recvbuf : NULL, at_root ? count : 0, NULL, 0};
+                          at_root ? recvbuf : NULL, at_root ? count : 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE, .root = root, .count = count,
                           .in_place = at_root && sendbuf == recvbuf};
   return post_or_done(comm, &a, &c, count == 0, req);
@@ -183,7 +183,7 @@ collie_result_t collie_iallgather(const void *sendbuf, void *recvbuf, size_t sen
   TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes * (size_t)comm->nranks, in_place,
                     "sendbuf == recvbuf + rank * sendcount elements"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, sendcount, NULL, 0,
-                          NULL, 0};
+                          NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLGATHER, .count = sendcount, .in_place = in_place};
   return post_or_done(comm, &a, &c, sendcount == 0, req);
 }
@@ -207,8 +207,7 @@ collie_result_t collie_iallgatherv(const void *sendbuf, size_t sendcount, void *
   bool in_place = recvbuf && (const char *)sendbuf == (char *)recvbuf + displs[comm->rank] * esz;
   TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, span * esz, in_place,
                     "sendbuf == recvbuf + displs[rank] elements"));
-  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, sum * esz, sum, NULL, 0, NULL,
-                          collie_counts_hash(recvcounts, comm->nranks)};
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, sum * esz, sum, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLGATHERV, .counts = recvcounts, .displs = displs, .in_place = in_place};
   return post_or_done(comm, &a, &c, sum == 0, req);
 }
@@ -226,7 +225,7 @@ collie_result_t collie_ireduce_scatter(const void *sendbuf, void *recvbuf, size_
   TRY(check_overlap(comm, fn, sendbuf, bytes * (size_t)comm->nranks, recvbuf, bytes, in_place,
                     "recvbuf == sendbuf + rank * recvcount elements"));
   collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, bytes * (size_t)comm->nranks, recvcount, recvbuf,
-                          recvcount, NULL, 0};
+                          recvcount, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE_SCATTER, .count = recvcount, .in_place = in_place};
   return post_or_done(comm, &a, &c, recvcount == 0, req);
 }
@@ -246,8 +245,7 @@ collie_result_t collie_ireduce_scatterv(const void *sendbuf, void *recvbuf, cons
   bool in_place = sendbuf && (char *)recvbuf == (const char *)sendbuf + off * esz;
   TRY(check_overlap(comm, fn, sendbuf, sum * esz, recvbuf, recvcounts[comm->rank] * esz, in_place,
                     "recvbuf == sendbuf + the elements of the ranks before this one"));
-  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, sum * esz, sum, recvbuf, recvcounts[comm->rank], NULL,
-                          collie_counts_hash(recvcounts, comm->nranks)};
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, op, -1, sum * esz, sum, recvbuf, recvcounts[comm->rank], NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_REDUCE_SCATTERV, .counts = recvcounts, .in_place = in_place};
   return post_or_done(comm, &a, &c, sum == 0, req);
 }
@@ -276,8 +274,7 @@ collie_result_t collie_ialltoall(const void *sendbuf, void *recvbuf, size_t coun
    * 2-rank 64 MiB in-place exchange. */
   TRY(check_overlap(comm, fn, sendbuf, bytes * (size_t)comm->nranks, recvbuf, bytes * (size_t)comm->nranks,
                     sendbuf == recvbuf, "sendbuf == recvbuf"));
-  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, count, NULL, 0,
-                          NULL, 0};
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, bytes * (size_t)comm->nranks, count, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLTOALL, .count = count, .in_place = sendbuf == recvbuf};
   return post_or_done(comm, &a, &c, count == 0, req);
 }
@@ -333,7 +330,7 @@ collie_result_t collie_ialltoallv(const void *sendbuf, const size_t *sendcounts,
   }
   /* The automatic choice must be the same on every rank, and a rank sees only its own
    * counts: weigh a nominal size, not this rank's. */
-  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, ALLTOALLV_NOMINAL_BYTES, 0, NULL, 0, temp, 0};
+  collie_coll_call_t c = {fn, sendbuf, recvbuf, dt, COLLIE_SUM, -1, ALLTOALLV_NOMINAL_BYTES, 0, NULL, 0, temp};
   collie_coll_args_t a = {.coll = COLLIE_COLL_ALLTOALLV, .counts = sendcounts, .displs = sdispls,
                           .counts2 = recvcounts, .displs2 = rdispls};
   size_t *matrix = NULL;
@@ -364,7 +361,7 @@ collie_result_t collie_iscatter(const void *sendbuf, void *recvbuf, size_t recvc
     TRY(check_overlap(comm, fn, sendbuf, bytes * (size_t)comm->nranks, recvbuf, bytes, in_place,
                       "recvbuf == sendbuf + root * recvcount elements"));
   collie_coll_call_t c = {fn, comm->rank == root ? sendbuf : NULL, recvbuf, dt, COLLIE_SUM, root,
-                          bytes * (size_t)comm->nranks, recvcount, NULL, 0, NULL, 0};
+                          bytes * (size_t)comm->nranks, recvcount, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_SCATTER, .root = root, .count = recvcount, .in_place = in_place};
   return post_or_done(comm, &a, &c, recvcount == 0, req);
 }
@@ -384,7 +381,7 @@ collie_result_t collie_igather(const void *sendbuf, void *recvbuf, size_t sendco
     TRY(check_overlap(comm, fn, sendbuf, bytes, recvbuf, bytes * (size_t)comm->nranks, in_place,
                       "sendbuf == recvbuf + root * sendcount elements"));
   collie_coll_call_t c = {fn, sendbuf, at_root ? recvbuf : NULL, dt, COLLIE_SUM, root, bytes * (size_t)comm->nranks,
-                          sendcount, NULL, 0, NULL, 0};
+                          sendcount, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_GATHER, .root = root, .count = sendcount, .in_place = in_place};
   return post_or_done(comm, &a, &c, sendcount == 0, req);
 }
@@ -392,7 +389,7 @@ collie_result_t collie_igather(const void *sendbuf, void *recvbuf, size_t sendco
 collie_result_t collie_ibarrier(collie_comm_t *comm, req_t **req) {
   const char *fn = "collie_barrier";
   TRY(check_base(comm, fn, req));
-  collie_coll_call_t c = {fn, NULL, NULL, COLLIE_UINT8, COLLIE_SUM, -1, 0, 0, NULL, 0, NULL, 0};
+  collie_coll_call_t c = {fn, NULL, NULL, COLLIE_UINT8, COLLIE_SUM, -1, 0, 0, NULL, 0, NULL};
   collie_coll_args_t a = {.coll = COLLIE_COLL_BARRIER};
   return post_or_done(comm, &a, &c, false, req);
 }

@@ -32,6 +32,17 @@ static uint64_t recv_bytes(const collie_coll_args_t *a) {
   return elems * a->elem_size;
 }
 
+/* The headers' counts_hash (wire.h): a hash of the recvcounts that every rank of an
+ * allgatherv or reduce_scatterv passes alike, never 0; 0 for the other collectives. Ranks
+ * whose arrays differed with the same sum got no error, and an all-gatherv laid the
+ * blocks out by the senders' counts (wrong data on the rank that differed). */
+static uint64_t counts_hash(const collie_coll_args_t *a) {
+  if (a->coll != COLLIE_COLL_ALLGATHERV && a->coll != COLLIE_COLL_REDUCE_SCATTERV) return 0;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int r = 0; r < a->nranks; r++) h = (h ^ (uint64_t)a->counts[r]) * 0x100000001b3ull;
+  return h | 1;
+}
+
 /* Whether this call repeats the last one that chose the shared-memory collectives: the
  * choice depends on the collective and its size (the cost model), and on the element size
  * (whether a piece fits the staging area); the rest is fixed for the communicator. */
@@ -211,7 +222,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   op->stream = collie_coll_streams(comm, recv_bytes(args));
   if (native) collie_native_prepare(op, args);
   op->temp = call->temp;
-  op->counts_hash = call->counts_hash;
+  op->counts_hash = counts_hash(args);
   if (call->op == COLLIE_AVG && call->avg_count) {
     op->avg_buf = call->avg_buf;
     op->avg_count = call->avg_count;

@@ -17,17 +17,7 @@ typedef struct {
   char *avg_buf;           /* AVG: the result region divided once at the end */
   size_t avg_count;
   void *temp;              /* the in-place alltoall(v) input copy (collie_scratch_take): the operation gives it back */
-  uint64_t counts_hash;    /* allgatherv, reduce_scatterv: collie_counts_hash of recvcounts (wire.h) */
 } collie_coll_call_t;
-
-/* A hash of a v-collective's counts array that every rank passes alike, never 0: ranks
- * whose arrays differ with the same sum got no error, and an all-gatherv laid out the
- * blocks by the senders' counts (wrong data on the rank that differed). */
-static inline uint64_t collie_counts_hash(const size_t *counts, int n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (int r = 0; r < n; r++) h = (h ^ (uint64_t)counts[r]) * 0x100000001b3ull;
-  return h | 1;
-}
 
 /* Whether a collective whose receive buffer (or an in-place copy of its input) has this
  * many bytes writes it with streaming stores: larger than the caches, reading it into

@@ -79,11 +79,6 @@ void collie_comm_free(collie_comm_t *comm) {
   quarantine_comm(comm);
 }
 
-/* Leaves together with the other ranks (at most exec_timeout), then releases everything.
- * A rank that gives up waiting tells the others why (collie_comm_fail), not only its log:
- * a rank still waiting in an operation this rank never made (or completed at once, e.g.
- * with count 0 here only) otherwise saw the connection close and reported that this rank
- * "died or closed its connection without destroying the communicator". */
 /* Once every rank has left, their goodbyes say how many messages each sent this rank and
  * received from it. A difference means calls that did not match but raised no error: a
  * collective with a count of 0 on some ranks only (it completes at once, and the message
@@ -116,6 +111,11 @@ static collie_result_t unmatched_messages(collie_comm_t *comm) {
   return collie_error(NULL, COLLIE_ERR_MISMATCH, "%s", msg);
 }
 
+/* Leaves together with the other ranks (at most exec_timeout), reports messages never
+ * received (unmatched_messages), then releases everything. A rank that gives up waiting tells the others why (collie_comm_fail), not only its log:
+ * a rank still waiting in an operation this rank never made (or completed at once, e.g.
+ * with count 0 here only) otherwise saw the connection close and reported that this rank
+ * "died or closed its connection without destroying the communicator". */
 static collie_result_t depart_and_release(collie_comm_t *comm) {
   collie_result_t res = COLLIE_SUCCESS;
   if (!atomic_load(&comm->failed)) {

@@ -71,8 +71,8 @@ int collie_xfer_check_header(collie_comm_t *comm, collie_peer_t *peer, collie_xf
     collie_comm_fail(comm, COLLIE_ERR_MISMATCH, false,
                      "rank %d called %s as operation #%llu with other recvcounts than rank %d (the same sum, "
                      "divided differently among the ranks); every rank must pass the same recvcounts",
-                     peer->rank, describe(got, a, sizeof(a)), (unsigned long long)want->seq, comm->rank);
-  } else if (!strcmp(describe(got, a, sizeof(a)), describe(want, b, sizeof(b))) && got->seq == want->seq) {
+                     peer->rank, a, (unsigned long long)want->seq, comm->rank);
+  } else if (!strcmp(a, b) && got->seq == want->seq) {
     /* The same call on both sides, but a message of another size: the counts arrays of a
      * v-collective disagree (they travel in no header). Showing the calls alone gave a
      * sentence whose two sides read the same. */

@@ -108,7 +108,7 @@ static size_t offered(const collie_comm_t *comm, const collie_op_t *op, int w) {
 }
 
 bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
-  collie_shm_bufloc_t *loc = shm_area_of(comm, comm->rank)->loc[inl_slot(g)];
+  collie_shm_bufloc_t *loc = shm_locs(comm, comm->rank, g);
   bool reachable = true;
   for (int w = SEND; w <= RECV; w++) {
     const size_t len = needed(comm, op, comm->rank, w), pub = len ? len : offered(comm, op, w);
@@ -127,7 +127,7 @@ bool collie_direct_publish(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
 bool collie_direct_agreed(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
   for (int r = 0; r < comm->nranks; r++)
     for (int w = SEND; w <= RECV; w++) {
-      const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[inl_slot(g)][w];
+      const collie_shm_bufloc_t *loc = &shm_locs(comm, r, g)[w];
       if (needed(comm, op, r, w) && loc->kind == COLLIE_BUFLOC_NONE) return false;
       if (loc->kind == COLLIE_BUFLOC_ADDR && !comm->shm->one_process) return false;
       /* by CMA: the others' send buffers are read, and only a broadcast's root writes */
@@ -142,7 +142,7 @@ bool collie_direct_agreed(collie_comm_t *comm, const collie_op_t *op, uint64_t g
 static char *buffer(collie_comm_t *comm, collie_op_t *op, int r, int w, uint64_t g,
                     const collie_shm_bufloc_t **cma) {
   if (r == comm->rank) return op->bufs[w == SEND ? COLLIE_BUF_SEND : COLLIE_BUF_RECV];
-  const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[inl_slot(g)][w];
+  const collie_shm_bufloc_t *loc = &shm_locs(comm, r, g)[w];
   if (loc->kind == COLLIE_BUFLOC_CMA) {
     *cma = loc;
     return NULL;
@@ -169,7 +169,7 @@ static int get(collie_comm_t *comm, collie_op_t *op, char *dst, char *const *sen
 static size_t bcast_root_share(collie_comm_t *comm, const collie_op_t *op, uint64_t g, int r) {
   const size_t v = op->nat_count * op->nat_esz;
   if (r == op->root || v < COLLIE_SHM_BCAST_SPLIT_BYTES) return 0;
-  const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[inl_slot(g)][RECV];
+  const collie_shm_bufloc_t *loc = &shm_locs(comm, r, g)[RECV];
   if (loc->kind == COLLIE_BUFLOC_NONE || loc->len < v) return 0;
   return v / (size_t)comm->nranks & ~(size_t)63;
 }
@@ -179,7 +179,7 @@ static size_t bcast_root_share(collie_comm_t *comm, const collie_op_t *op, uint6
 static int bcast_put(collie_comm_t *comm, collie_op_t *op, uint64_t g, int r, const char *src) {
   const size_t len = bcast_root_share(comm, op, g, r);
   if (!len) return 0;
-  const collie_shm_bufloc_t *loc = &shm_area_of(comm, r)->loc[inl_slot(g)][RECV];
+  const collie_shm_bufloc_t *loc = &shm_locs(comm, r, g)[RECV];
   if (loc->kind == COLLIE_BUFLOC_CMA) return collie_shm_cma_put(comm, r, loc, 0, src, len);
   char *dst = collie_shm_peer_buffer(comm, r, loc);
   if (!dst) return -1;

@@ -19,6 +19,12 @@ static inline unsigned inl_slot(uint64_t g) { return (unsigned)(g & (COLLIE_SHM_
 _Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 && COLLIE_SHM_INLINE_SLOTS >= 2,
                "inline slots: a power of two");
 
+/* Where rank `rank` published its buffers for first round g (the single-copy path): by
+ * inline slot, as the fingerprints, since a broadcast root runs slots ahead (shm.h). */
+static inline collie_shm_bufloc_t *shm_locs(collie_comm_t *comm, int rank, uint64_t g) {
+  return shm_area_of(comm, rank)->loc[inl_slot(g)];
+}
+
 static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
   return atomic_load_explicit(&shm_area_of(comm, rank)->line.ctr[c], memory_order_acquire);
 }
