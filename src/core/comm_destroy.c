@@ -112,7 +112,8 @@ static collie_result_t unmatched_messages(collie_comm_t *comm) {
 }
 
 /* Leaves together with the other ranks (at most exec_timeout), reports messages never
- * received (unmatched_messages), then releases everything. A rank that gives up waiting tells the others why (collie_comm_fail), not only its log:
+ * received (unmatched_messages), then releases everything. A rank that gives up waiting
+ * tells the others why (collie_comm_fail), not only its log:
  * a rank still waiting in an operation this rank never made (or completed at once, e.g.
  * with count 0 here only) otherwise saw the connection close and reported that this rank
  * "died or closed its connection without destroying the communicator". */
