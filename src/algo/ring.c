@@ -9,10 +9,11 @@
  * next one is still on the wire; with c chunks per block the alpha terms grow c-fold and
  * the pipeline hides all but one chunk's worth of reduction and copy time.
  *
- * Messages are posted round by round (all chunks of round k before round k + 1): on a
- * stream transport a message waits for those before it on the same link, and round k's
- * chunks are ready before round k + 1's. Blocks and chunks of zero elements are not sent;
- * both ends know every length. */
+ * Messages are posted round by round (all chunks of round k before round k + 1; the
+ * allreduce interleaves two, see AR_INTERLEAVE_LAG): on a stream transport a message
+ * waits for those before it on the same link, and round k's chunks are ready before
+ * round k + 1's. Blocks and chunks of zero elements are not sent; both ends know every
+ * length. */
 #include <stdlib.h>
 
 #include "algo/algo_util.h"
@@ -37,6 +38,30 @@ static uint64_t chunk_len(uint64_t len, uint64_t ce, uint64_t j) {
  * are needed; in place it reads and writes the receive buffer.
  *
  * Cost: 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma (times c chunks on alpha). */
+/* The allreduce's last reduce-scatter round and its allgather round 0 are interleaved on
+ * the link, two chunks apart: the chunk just reduced is sent on while it is still in
+ * cache, instead of after the whole round (forced TCP, 2 ranks, 64 MiB: each byte is
+ * read once from memory instead of twice). Both ends of a link follow the same order. */
+#define AR_INTERLEAVE_LAG 2
+
+/* Allgather round k, chunk j of the ring allreduce: rank r sends block r+1-k and
+ * receives block r-k. */
+static void ag_round(collie_sched_t *s, const collie_coll_args_t *args, int k, uint64_t j, uint32_t *prev,
+                     const uint32_t *rs_send, uint64_t maxch) {
+  const int n = args->nranks, r = args->rank, right = (r + 1) % n, left = (r + n - 1) % n;
+  const uint64_t es = args->elem_size, count = args->count, ce = au_chunk_elems(args);
+  const int sb = au_mod(r + 1 - k, n), rb = au_mod(r - k, n);
+  const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
+  const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
+  if (j * ce < slen)
+    collie_sched_send(s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), chunk_len(slen, ce, j) * es,
+                      COLLIE_DEP1(prev[j]));
+  /* Block r-k was sent in reduce-scatter round k (in place, from these very bytes). */
+  if (j * ce < rlen)
+    prev[j] = collie_sched_recv(s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
+                                COLLIE_DEP1(rs_send[(size_t)k * maxch + j]));
+}
+
 COLLIE_ALGO_DECL(collie_ring_allreduce) {
   if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks, r = args->rank;
@@ -65,26 +90,22 @@ COLLIE_ALGO_DECL(collie_ring_allreduce) {
     const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
     /* Round 0 sends the raw contribution; later rounds forward last round's partial sum. */
     const collie_buf_t sbuf = k == 0 ? in : COLLIE_BUF_RECV;
-    for (uint64_t j = 0; j * ce < slen; j++)
-      rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
-                                                         chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
-    for (uint64_t j = 0; j * ce < rlen; j++)
-      prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es),
-                                         au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
-                                         COLLIE_NODEPS);
+    /* The last round's chunk j, once reduced, is allgather round 0's chunk j: it goes out
+     * AR_INTERLEAVE_LAG chunks later (see ag_round), while it is still in cache. */
+    const bool last = k == n - 2;
+    for (uint64_t j = 0; j < maxch + (last ? AR_INTERLEAVE_LAG : 0); j++) {
+      if (j < maxch && j * ce < slen)
+        rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
+                                                           chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
+      if (j < maxch && j * ce < rlen)
+        prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es),
+                                           au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
+                                           COLLIE_NODEPS);
+      if (last && j >= AR_INTERLEAVE_LAG) ag_round(s, args, 0, j - AR_INTERLEAVE_LAG, prev, rs_send, maxch);
+    }
   }
-  for (int k = 0; k < n - 1; k++) { /* allgather */
-    const int sb = au_mod(r + 1 - k, n), rb = au_mod(r - k, n);
-    const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
-    const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
-    for (uint64_t j = 0; j * ce < slen; j++)
-      collie_sched_send(s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), chunk_len(slen, ce, j) * es,
-                        COLLIE_DEP1(prev[j]));
-    /* Block r-k was sent in reduce-scatter round k (in place, from these very bytes). */
-    for (uint64_t j = 0; j * ce < rlen; j++)
-      prev[j] = collie_sched_recv(s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
-                                  COLLIE_DEP1(rs_send[(size_t)k * maxch + j]));
-  }
+  for (int k = 1; k < n - 1; k++) /* allgather */
+    for (uint64_t j = 0; j < maxch; j++) ag_round(s, args, k, j, prev, rs_send, maxch);
   free(prev);
   free(rs_send);
   return au_finish(s);
