@@ -65,6 +65,11 @@ typedef struct {
   /* Reductions: algorithms treat every op alike (the executor knows which op, and
    * divides the final result once for AVG), so no op field is needed here. */
   size_t chunk_bytes;      /* pipelining granularity hint (element aligned)     */
+  /* The ranks' hosts, for hierarchical algorithms: group_of[r] is rank r's group (the
+   * ranks that reach each other through shared memory, numbered 0.. in order of their
+   * lowest rank); ngroups of them. NULL when unknown. */
+  const int *group_of;
+  int ngroups;
 } collie_coll_args_t;
 
 /* Builds the schedule of args->rank into s (initialised by the caller).

@@ -15,6 +15,8 @@ COLLIE_ALGO_DECL(collie_rd_allreduce);
 COLLIE_ALGO_DECL(collie_hd_allreduce);
 COLLIE_ALGO_DECL(collie_rd_allgather);
 COLLIE_ALGO_DECL(collie_hd_reduce_scatter);
+/* hier.c: inside each host, then between hosts */
+COLLIE_ALGO_DECL(collie_hier_allreduce);
 /* bruck.c */
 COLLIE_ALGO_DECL(collie_bruck_allgather);
 COLLIE_ALGO_DECL(collie_bruck_alltoall);

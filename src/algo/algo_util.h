@@ -84,6 +84,13 @@ static inline uint64_t au_chunk_elems(const collie_coll_args_t *a) {
 
 static inline uint64_t au_div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+/* Elements of chunk j of a block of len elements, ce per chunk (0 when the block has
+ * fewer chunks). */
+static inline uint64_t au_chunk_len(uint64_t len, uint64_t ce, uint64_t j) {
+  uint64_t start = j * ce;
+  return start >= len ? 0 : (len - start < ce ? len - start : ce);
+}
+
 /* ---- virtual ranks and the binomial tree of rooted algorithms ------------------------- */
 
 static inline int au_vrank(int rank, int root, int n) { return (rank - root + n) % n; }

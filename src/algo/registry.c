@@ -10,6 +10,7 @@ const collie_algo_t collie_algos[] = {
     {COLLIE_COLL_ALLREDUCE, "mesh", collie_mesh_allreduce},
     {COLLIE_COLL_ALLREDUCE, "rd", collie_rd_allreduce},
     {COLLIE_COLL_ALLREDUCE, "hd", collie_hd_allreduce},
+    {COLLIE_COLL_ALLREDUCE, "hier", collie_hier_allreduce},
     {COLLIE_COLL_ALLGATHER, "ring", collie_ring_allgather},
     {COLLIE_COLL_ALLGATHER, "rd", collie_rd_allgather},
     {COLLIE_COLL_ALLGATHER, "bruck", collie_bruck_allgather},

@@ -18,12 +18,6 @@
 
 #include "algo/algo_util.h"
 
-/* Elements of chunk j of a block of len elements (0 when the block has fewer chunks). */
-static uint64_t chunk_len(uint64_t len, uint64_t ce, uint64_t j) {
-  uint64_t start = j * ce;
-  return start >= len ? 0 : (len - start < ce ? len - start : ce);
-}
-
 /* ---- allreduce ------------------------------------------------------------------------ */
 
 /* Ring allreduce: a ring reduce-scatter, then a ring allgather, on p near-equal blocks.
@@ -54,11 +48,11 @@ static void ag_round(collie_sched_t *s, const collie_coll_args_t *args, int k, u
   const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
   const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
   if (j * ce < slen)
-    collie_sched_send(s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), chunk_len(slen, ce, j) * es,
+    collie_sched_send(s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), au_chunk_len(slen, ce, j) * es,
                       COLLIE_DEP1(prev[j]));
   /* Block r-k was sent in reduce-scatter round k (in place, from these very bytes). */
   if (j * ce < rlen)
-    prev[j] = collie_sched_recv(s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
+    prev[j] = collie_sched_recv(s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es), au_chunk_len(rlen, ce, j) * es,
                                 COLLIE_DEP1(rs_send[(size_t)k * maxch + j]));
 }
 
@@ -96,10 +90,10 @@ COLLIE_ALGO_DECL(collie_ring_allreduce) {
     for (uint64_t j = 0; j < maxch + (last ? AR_INTERLEAVE_LAG : 0); j++) {
       if (j < maxch && j * ce < slen)
         rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
-                                                           chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
+                                                           au_chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
       if (j < maxch && j * ce < rlen)
         prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es),
-                                           au_at(COLLIE_BUF_RECV, roff + j * ce, es), chunk_len(rlen, ce, j) * es,
+                                           au_at(COLLIE_BUF_RECV, roff + j * ce, es), au_chunk_len(rlen, ce, j) * es,
                                            COLLIE_NODEPS);
       if (last && j >= AR_INTERLEAVE_LAG) ag_round(s, args, 0, j - AR_INTERLEAVE_LAG, prev, rs_send, maxch);
     }
@@ -142,11 +136,11 @@ COLLIE_ALGO_DECL(collie_ring_allgather) {
     for (uint64_t j = 0; j * ce < b.len[sb]; j++) {
       collie_bufref_t src =
           k == 0 ? au_at(COLLIE_BUF_SEND, j * ce, es) : au_at(COLLIE_BUF_RECV, b.off[sb] + j * ce, es);
-      collie_sched_send(s, (r + 1) % n, src, chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
+      collie_sched_send(s, (r + 1) % n, src, au_chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
     }
     for (uint64_t j = 0; j * ce < b.len[rb]; j++)
       prev[j] = collie_sched_recv(s, (r + n - 1) % n, au_at(COLLIE_BUF_RECV, b.off[rb] + j * ce, es),
-                                  chunk_len(b.len[rb], ce, j) * es, COLLIE_NODEPS);
+                                  au_chunk_len(b.len[rb], ce, j) * es, COLLIE_NODEPS);
   }
   free(prev);
   au_blocks_free(&b);
@@ -209,7 +203,7 @@ COLLIE_ALGO_DECL(collie_ring_reduce_scatter) {
     const int sb = au_mod(r - k - 1, n), rb = au_mod(r - k - 2, n), p = k % 2, pp = (k + 1) % 2;
     for (uint64_t j = 0; j * ce < b.len[sb]; j++) {
       collie_bufref_t src = k == 0 ? au_at(COLLIE_BUF_SEND, b.off[sb] + j * ce, es) : stage(&g, pp, j);
-      uint32_t st = collie_sched_send(s, (r + 1) % n, src, chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
+      uint32_t st = collie_sched_send(s, (r + 1) % n, src, au_chunk_len(b.len[sb], ce, j) * es, COLLIE_DEP1(prev[j]));
       if (k > 0) fwd[(size_t)pp * maxch + j] = st;
     }
     const bool final = k == n - 2;
@@ -217,7 +211,7 @@ COLLIE_ALGO_DECL(collie_ring_reduce_scatter) {
       collie_bufref_t dst = final ? au_at(COLLIE_BUF_RECV, j * ce, es) : stage(&g, p, j);
       bool staged = !final || recv_stages;
       prev[j] = collie_sched_recv_reduce(s, (r + n - 1) % n, au_at(COLLIE_BUF_SEND, b.off[rb] + j * ce, es), dst,
-                                         chunk_len(b.len[rb], ce, j) * es,
+                                         au_chunk_len(b.len[rb], ce, j) * es,
                                          COLLIE_DEP1(staged ? fwd[(size_t)p * maxch + j] : COLLIE_NO_STEP));
     }
   }

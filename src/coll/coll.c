@@ -113,6 +113,8 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   args->nranks = comm->nranks;
   args->rank = comm->rank;
   args->elem_size = collie_datatype_size(call->dt);
+  args->group_of = comm->group_of;
+  args->ngroups = comm->ngroups;
   if (!args->chunk_bytes) args->chunk_bytes = comm->chunk_bytes;
   args->chunk_bytes &= ~(args->elem_size - 1); /* a whole number of elements: sizes are powers of 2 */
   if (!args->chunk_bytes) args->chunk_bytes = args->elem_size;

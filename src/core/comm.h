@@ -50,6 +50,8 @@ struct collie_comm {
   collie_peer_t *peers;        /* index = rank */
   int nlocal, local_rank;      /* ranks on this host and this rank's index among them */
   int *local_ranks;            /* comm ranks of the local ranks, ascending */
+  int *group_of, ngroups;      /* every rank's group of ranks sharing memory (comm_init.c) */
+  int group_size;              /* the groups' size when all are alike, else 0 */
 
   int connect_timeout_ms, exec_timeout_ms;
   char *algo, *proto;          /* configuration strings (owned) */

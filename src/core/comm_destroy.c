@@ -64,6 +64,7 @@ static void quarantine_comm(collie_comm_t *comm) {
   free(old->cards);
   free(old->peers);
   free(old->local_ranks);
+  free(old->group_of);
   free(old->algo);
   free(old->proto);
   free(old->algo_spec);

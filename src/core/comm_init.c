@@ -65,11 +65,40 @@ static collie_result_t make_listener(collie_comm_t *comm, const struct sockaddr_
   return collie_tcp_listen(comm, &ip);
 }
 
+/* Whether two ranks reach each other through shared memory: the same host identity, and
+ * both willing. */
+static bool shm_pair(const collie_card_t *a, const collie_card_t *b) {
+  return (a->caps & b->caps & COLLIE_CAP_SHM) && !strcmp(a->host_id, b->host_id);
+}
+
+/* The groups of the hierarchical algorithms (algo/hier.c): the ranks that reach each other
+ * through shared memory, numbered in order of their lowest rank; a rank without shared
+ * memory is a group of its own. Every rank computes them from the same cards alike. */
+static void find_groups(collie_comm_t *comm) {
+  const int n = comm->nranks;
+  for (int r = 0; r < n; r++) comm->group_of[r] = -1;
+  comm->ngroups = 0;
+  comm->group_size = -1; /* until the first group: then its size, or 0 once sizes differ */
+  for (int r = 0; r < n; r++) {
+    if (comm->group_of[r] >= 0) continue;
+    int size = 1;
+    comm->group_of[r] = comm->ngroups;
+    for (int q = r + 1; q < n; q++)
+      if (comm->group_of[q] < 0 && shm_pair(&comm->cards[r], &comm->cards[q])) {
+        comm->group_of[q] = comm->ngroups;
+        size++;
+      }
+    comm->ngroups++;
+    comm->group_size = comm->group_size < 0 || comm->group_size == size ? size : 0;
+  }
+}
+
 static collie_result_t setup_transports(collie_comm_t *comm) {
   collie_result_t res = COLLIE_SUCCESS;
   bool *use_tcp = calloc((size_t)comm->nranks, sizeof(bool));
   comm->local_ranks = malloc(sizeof(int) * (size_t)comm->nranks);
-  if (!use_tcp || !comm->local_ranks) {
+  comm->group_of = malloc(sizeof(int) * (size_t)comm->nranks);
+  if (!use_tcp || !comm->local_ranks || !comm->group_of) {
     /* Through the first barrier, which the others wait in: they would see only this
      * rank's connection close. */
     free(use_tcp);
@@ -79,10 +108,9 @@ static collie_result_t setup_transports(collie_comm_t *comm) {
   }
   /* Local ranks: same host identity, and both willing to use shared memory. */
   const collie_card_t *me = &comm->cards[comm->rank];
+  find_groups(comm);
   for (int r = 0; r < comm->nranks; r++) {
-    const collie_card_t *c = &comm->cards[r];
-    bool local = r == comm->rank || ((me->caps & c->caps & COLLIE_CAP_SHM) && !strcmp(me->host_id, c->host_id));
-    if (local) {
+    if (r == comm->rank || shm_pair(me, &comm->cards[r])) {
       if (r == comm->rank) comm->local_rank = comm->nlocal;
       comm->local_ranks[comm->nlocal++] = r;
     }

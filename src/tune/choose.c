@@ -116,6 +116,8 @@ static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
   ctx->chunk_bytes = comm->chunk_bytes;
   ctx->area_bytes = comm->shm && comm->shm->area_off ? comm->shm->area_size : 0;
   ctx->bcast_split_min = comm->nlocal == comm->nranks ? collie_native_bcast_split_min(comm) : 0;
+  ctx->groups = comm->ngroups;
+  ctx->group_size = comm->group_size;
 }
 
 int collie_tune_candidates(collie_comm_t *comm, collie_coll_t coll, size_t bytes, const collie_algo_t **out, int max,

@@ -48,7 +48,7 @@
 #include "transport/shm.h"
 #include "tune/tune.h"
 
-typedef enum { PIPE_NONE, PIPE_BLOCK, PIPE_STREAM, PIPE_AREA, PIPE_TREE } pipe_t;
+typedef enum { PIPE_NONE, PIPE_BLOCK, PIPE_STREAM, PIPE_AREA, PIPE_TREE, PIPE_HIER } pipe_t;
 
 typedef struct {
   collie_coll_t coll;
@@ -78,6 +78,8 @@ static const formula_t formulas[] = {
    "log2(p) (alpha + n beta + n gamma); not a power of two: + 2 alpha + 2 n beta + n gamma"},
   {C(ALLREDUCE),      "hd",                PIPE_NONE,   0,   true,  false, 0,  2,  0,    0,  0,  2,    0,  0,  1,    0,  0,    2,  2,  1,
    "2 log2(p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma; not a power of two: + 2 alpha + 2 n beta + n gamma"},
+  {C(ALLREDUCE),      "hier",              PIPE_HIER,   0,   false, false, 0,  0,  0,    0,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
+   "2(L-1) c1 alpha_shm + 2 (L-1)/L n beta_shm + 2(h-1) c2 alpha_tcp + 2 (h-1)/h n beta_tcp + gamma terms; h hosts of L ranks"},
   {C(ALLGATHER),      "ring",              PIPE_BLOCK,  0,   false, false, 0,  0,  1,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
    "(p-1) c alpha + (p-1)/p n beta, c = chunks per block"},
   {C(ALLGATHER),      "rd",                PIPE_NONE,   0,   true,  false, 0,  1,  0,    0,  0,  1,    0,  0,  0,    0,  0,    2,  1,  0,
@@ -239,12 +241,40 @@ static double tree_levels_cost(const collie_tune_ctx_t *ctx, double n, double be
   return t;
 }
 
+/* HIER (hierarchical allreduce, algo/hier.c): h groups (hosts) of L ranks. Inside a host a
+ * ring reduce-scatter and a ring allgather over shared memory; between hosts the L ranks
+ * allreduce their blocks at once, sharing the host's link, which carries 2 (h-1)/h n bytes
+ * in all. Reductions hide behind the pipelines as in the ring. Only where every host
+ * holds L >= 2 ranks and there are 2 hosts or more. */
+static double hier_cost(const collie_tune_ctx_t *ctx, double n, double chunk, const double scale[3]) {
+  const collie_tune_table_t *t = ctx->table;
+  const int h = ctx->groups, L = ctx->group_size;
+  if (h < 2 || L < 2 || h * L != ctx->nranks) return -1;
+  const double c1 = fmax(1, ceil(n / L / chunk)), c2 = fmax(1, ceil(n / L / h / chunk));
+  const double red = fmin(n * ((L - 1.0) / L + (h - 1.0) / h / L), 2 * chunk);
+  const double alpha = 2 * (L - 1) * c1 * t->link[COLLIE_LINK_SHM].alpha_us +
+                       2 * (h - 1) * c2 * t->link[COLLIE_LINK_TCP].alpha_us;
+  const double beta = 2 * (L - 1.0) / L * n * t->link[COLLIE_LINK_SHM].beta_us_per_byte +
+                      2 * (h - 1.0) / h * n * t->link[COLLIE_LINK_TCP].beta_us_per_byte;
+  return alpha * scale[0] + beta * scale[1] + red * t->gamma_us_per_byte * scale[2];
+}
+
 double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, const char *algo, size_t bytes) {
   const formula_t *f = find(coll, algo);
   if (!f) return -1;
   const collie_tune_table_t *t = ctx->table;
   const int p = ctx->nranks;
   if (p <= 1) return 0;
+  if (f->pipe == PIPE_HIER) {
+    double scale[3] = {1, 1, 1}; /* the tuning file's alpha, beta and gamma scales, as a whole */
+    for (int i = 0; i < t->noverrides; i++)
+      if (t->ov[i].coll == (int)coll && !strcmp(t->ov[i].algo, algo)) {
+        scale[0] *= t->ov[i].alpha_scale;
+        scale[1] *= t->ov[i].beta_scale;
+        scale[2] *= t->ov[i].gamma_scale;
+      }
+    return hier_cost(ctx, (double)bytes, ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0, scale);
+  }
   const double n = (double)bytes;
   const double chunk = ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0;
   const int q = f->fold ? pow2_le(p) : p; /* the ranks the log and (p-1)/p terms see */

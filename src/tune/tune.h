@@ -97,6 +97,8 @@ typedef struct {
   size_t area_bytes;      /* shared-memory collectives' round (COLLIE_SHM_COLL_SIZE); 0: none */
   size_t bcast_split_min; /* from this size the shared-memory broadcast shares its copying on any
                            * buffers (collie_native_bcast_split_min); 0: never */
+  int groups, group_size; /* groups of ranks sharing memory (hosts), and their size when all are
+                           * alike (0 when not): the hierarchical algorithms' shape */
 } collie_tune_ctx_t;
 
 /* Estimated microseconds of one rank's part; a negative value when the model has no

@@ -179,7 +179,7 @@ static void test_choice(void) {
   collie_tune_table_t t;
   fake_table(&t);
   collie_algo_rules_t none = {0};
-  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0, false}; /* no shared area: schedules only */
+  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0, false, 1, 3}; /* no shared area: schedules only */
   /* Ring wins at large sizes, recursive doubling or mesh at small ones. */
   for (int p = 3; p <= 7; p += 2) {
     ctx.nranks = p;
@@ -250,10 +250,12 @@ static void test_choice(void) {
   /* Every registered algorithm has a formula, and one rank costs nothing. The
    * shared-memory collectives have none without a shared area. */
   ctx.area_bytes = 256 << 10;
+  ctx.groups = 2, ctx.group_size = ctx.nranks / 2; /* the hierarchical ones need hosts */
   for (const collie_algo_t *a = collie_algos; a->name; a++) {
     EXPECTF(collie_tune_formula(a->coll, a->name) != NULL, "no formula for %s %s", collie_coll_name(a->coll), a->name);
     EXPECTF(collie_tune_estimate(&ctx, a->coll, a->name, 1 << 20) > 0, "%s %s", collie_coll_name(a->coll), a->name);
   }
+  ctx.groups = 1, ctx.group_size = ctx.nranks;
   /* Two ranks: the shared-memory broadcast shares its copying between root and receiver
    * from COLLIE_SHM_BCAST_SPLIT_BYTES where CMA reaches ordinary buffers, and then wins
    * over the binomial's one message; below that size, or without CMA, it does not. */
@@ -344,8 +346,25 @@ static void test_choice(void) {
     const char *s = first(&ctx, &rules, COLLIE_COLL_ALLREDUCE, 8, &forced);
     EXPECTF(strcmp(s, "rd") && !forced, "^rd: %s", s);
   }
-  EXPECT(collie_algo_spec_parse("^ring,^tree,^mesh,^rd,^hd,^shm", &rules, err, sizeof err) == 0);
+  EXPECT(collie_algo_spec_parse("^ring,^tree,^mesh,^rd,^hd,^hier,^shm", &rules, err, sizeof err) == 0);
   EXPECT_STR(first(&ctx, &rules, COLLIE_COLL_ALLREDUCE, 8, NULL), "ring");
+
+  /* Hosts: the hierarchical allreduce only where there are several of the same size, and
+   * it wins for large vectors (a host's link carries 2 (h-1)/h n instead of 2 (p-1)/p n). */
+  ctx.link = COLLIE_LINK_TCP;
+  ctx.chunk_bytes = 1 << 20; /* as between hosts (comm_init.c) */
+  ctx.nranks = 8;
+  ctx.groups = 1, ctx.group_size = 8;
+  EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "hier", 1 << 20) < 0);
+  ctx.groups = 3, ctx.group_size = 0; /* hosts of different sizes */
+  EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "hier", 1 << 20) < 0);
+  ctx.groups = 8, ctx.group_size = 1; /* one rank per host: nothing inside a host */
+  EXPECT(collie_tune_estimate(&ctx, COLLIE_COLL_ALLREDUCE, "hier", 1 << 20) < 0);
+  ctx.groups = 2, ctx.group_size = 4;
+  EXPECT_STR(first(&ctx, &none, COLLIE_COLL_ALLREDUCE, 64u << 20, NULL), "hier");
+  ctx.link = COLLIE_LINK_SHM;
+  ctx.chunk_bytes = 64 << 10;
+  ctx.groups = 1, ctx.group_size = ctx.nranks;
 }
 
 /* What a communicator weighs: shm when every rank is on this host, else tcp; ranks per
@@ -367,7 +386,7 @@ static void test_comm_context(void) {
 
   /* 64 KiB on 4 ranks: shm figures pick hd (bandwidth), tcp ones rd (latency). */
   comm->nlocal = n;
-  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10, 0, false};
+  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10, 0, false, 1, n};
   const collie_algo_t *want_shm = NULL, *want_tcp = NULL;
   size_t bytes = 0;
   for (size_t b = 1024; b <= (16u << 20) && !bytes; b *= 2) {

@@ -151,9 +151,14 @@ static void val_desc(const ctx_t *x, sval_t v, char *out, size_t len) {
 }
 
 void sv_describe(const sv_case_t *c, char *buf, size_t len) {
-  snprintf(buf, len, "%s %s nranks=%d count=%zu root=%d in_place=%d elem=%zu chunk=%zu seed=%llu",
-           collie_coll_name(c->coll), c->algo_name ? c->algo_name : "?", c->nranks, c->count, c->root,
-           (int)c->in_place, c->elem_size, c->chunk_bytes, (unsigned long long)c->seed);
+  int o = snprintf(buf, len, "%s %s nranks=%d count=%zu root=%d in_place=%d elem=%zu chunk=%zu seed=%llu",
+                   collie_coll_name(c->coll), c->algo_name ? c->algo_name : "?", c->nranks, c->count, c->root,
+                   (int)c->in_place, c->elem_size, c->chunk_bytes, (unsigned long long)c->seed);
+  if (c->group_of && o > 0 && (size_t)o < len) {
+    o += snprintf(buf + o, len - (size_t)o, " groups=%d of", c->ngroups);
+    for (int r = 0; r < c->nranks && r < 16 && o > 0 && (size_t)o < len; r++)
+      o += snprintf(buf + o, len - (size_t)o, "%s%d", r ? "," : "=", c->group_of[r]);
+  }
 }
 
 /* ------------------------------------------------------------------ rank sets */
@@ -1259,6 +1264,8 @@ static sv_status_t build_all(ctx_t *x) {
     a.elem_size = x->E;
     a.in_place = c->in_place;
     a.chunk_bytes = c->chunk_bytes;
+    a.group_of = c->group_of;
+    a.ngroups = c->ngroups;
     if (c->coll == COLLIE_COLL_ALLGATHERV || c->coll == COLLIE_COLL_REDUCE_SCATTERV) {
       a.counts = c->counts;
       a.displs = c->coll == COLLIE_COLL_ALLGATHERV ? c->displs : NULL;

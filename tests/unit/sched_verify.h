@@ -46,6 +46,10 @@ typedef struct {
   size_t elem_size;           /* bytes per element (1 models bytes)              */
   size_t chunk_bytes;         /* passed to the builder                           */
   uint64_t seed;              /* interleaving of ready steps                     */
+  /* Hosts for the hierarchical algorithms: group_of[r] is rank r's group, ngroups of them
+   * (NULL: unknown, as the flat algorithms ignore it anyway). */
+  const int *group_of;
+  int ngroups;
 } sv_case_t;
 
 typedef enum { SV_OK = 0, SV_DECLINED = 1, SV_FAIL = 2 } sv_status_t;

@@ -29,7 +29,7 @@
  * (the others may still be stubs): every registered algorithm. */
 static const char *const expected[] = {
     "allreduce ring",       "allreduce tree",         "allreduce mesh",       "allreduce rd",
-    "allreduce hd",         "allgather ring",         "allgather rd",         "allgather bruck",
+    "allreduce hd",         "allreduce hier",         "allgather ring",         "allgather rd",         "allgather bruck",
     "allgather mesh",       "allgatherv ring",        "allgatherv rd",        "allgatherv bruck",
     "allgatherv mesh",      "reduce_scatter ring",    "reduce_scatter hd",    "reduce_scatter mesh",
     "reduce_scatterv ring", "reduce_scatterv hd",     "reduce_scatterv mesh", "broadcast binomial",
@@ -222,6 +222,23 @@ static void show_failure(job_t *j, const sv_case_t *c, const sv_report_t *rep) {
   if (rep->nfail > SV_MAX_FAIL) fprintf(j->out, "  ... %d failures in this case\n", rep->nfail);
 }
 
+/* Hosts for the hierarchical algorithms, varied by seed: h >= 2 groups of L >= 2 ranks (L
+ * the smallest divisor of n, or the largest, h = n / L), in blocks of consecutive ranks or
+ * round robin, numbered by their lowest rank as comm_init.c does. 0 when n has no such
+ * divisor (the hierarchical algorithms then decline). */
+static int seed_groups(int s, int n, int *g) {
+  int L = 0;
+  for (int d = 2; d <= n / 2; d++)
+    if (n % d == 0) {
+      L = d;
+      if (s % 4 < 2) break;
+    }
+  if (!L) return 0;
+  const int h = n / L;
+  for (int r = 0; r < n; r++) g[r] = s % 2 ? r % h : r / L;
+  return h;
+}
+
 /* Runs one case with seeds first .. first+nseeds-1; stops at the first decline or failure. */
 static void run_case(job_t *j, sv_case_t *c, int first, int nseeds, const opts_t *o, const char *pattern) {
   stats_t *st = &j->st;
@@ -235,6 +252,9 @@ static void run_case(job_t *j, sv_case_t *c, int first, int nseeds, const opts_t
     sv_report_t rep;
     c->seed = (uint64_t)s;
     seed_params(s, c->coll, c->nranks, count, &c->elem_size, &c->chunk_bytes);
+    int groups[1024];
+    c->ngroups = c->nranks <= 1024 ? seed_groups(s, c->nranks, groups) : 0;
+    c->group_of = c->ngroups ? groups : NULL;
     sv_status_t r = sv_run(c, &rep);
     if (r == SV_DECLINED) {
       note_decline(st, c, pattern);
