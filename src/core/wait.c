@@ -235,6 +235,7 @@ static collie_result_t check_request(const collie_request_t *req, const char *fn
 collie_result_t collie_request_wait(collie_request_t *req) {
   collie_comm_t *comm = req->comm;
   int idle = 0;
+  unsigned rounds = 0;
   while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     if (comm->has_progress_thread) {
       collie_idle(comm, &idle, &req->done);
@@ -243,9 +244,11 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     if (progress_once(comm, false)) {
       idle = 0;
     } else if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
-      if ((idle & 15) == 15) collie_others_progress(comm); /* this thread's other communicators */
       collie_idle(comm, &idle, &req->done);
     }
+    /* This thread's other communicators, every 16th pass, busy or idle: a peer may need
+     * them to move before it can serve this one. */
+    if ((++rounds & 15) == 0) collie_others_progress(comm);
   }
   /* One completion per request: two threads waiting for (or testing) it at once both got
    * here, and each released it and its communicator. (A blocking call's request is its
@@ -283,6 +286,9 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
   if (!atomic_load_explicit(&req->done, memory_order_acquire) && !req->comm->has_progress_thread)
     progress_once(req->comm, true); /* called at the user's pace: every call may be the last for a while */
   if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
+    /* A loop of tests is this thread's wait: its other communicators' operations, which
+     * peers may wait for before they can serve this one, move too (as MPI_Test moves all). */
+    if (!req->comm->has_progress_thread) collie_others_progress(req->comm);
     *done = 0;
     return COLLIE_SUCCESS;
   }

@@ -37,6 +37,11 @@ set_tests_properties(fault_zero_count_4 PROPERTIES TIMEOUT 60 LABELS fault
 add_test(NAME fault_cross_wait_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait)
 set_tests_properties(fault_cross_wait_tcp PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
+# The same with loops of collie_test, as programs that poll wait: a test moved only its own
+# communicator, and both ranks spun until COLLIE_EXEC_TIMEOUT.
+add_test(NAME fault_cross_test_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-test)
+set_tests_properties(fault_cross_test_tcp PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
 # A small send that is never received completes at once on both sides, and a shared-memory
 # all-reduce after it reads no message: the destroys must say so (the message was lost
 # without a word). (Over TCP the all-reduce's messages find it at once.)

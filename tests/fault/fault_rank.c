@@ -33,6 +33,8 @@
  *                                       and a split of it), waited for in opposite orders by
  *                                       ranks 0 and 1 (run with COLLIE_TRANSPORT=tcp): both
  *                                       must complete, with the right sums, within 5 s
+ *   fault_rank cross-test               the same, each rank looping on collie_test instead of
+ *                                       waiting
  *   fault_rank unmatched-send           rank 0 sends rank 1 a small message it never receives
  *                                       (the send completes at once), then both all-reduce:
  *                                       both destroys must return COLLIE_ERR_MISMATCH naming the
@@ -273,7 +275,17 @@ static int zero_count(void) {
   return ok ? 0 : 1;
 }
 
-static int cross_wait(void) {
+/* collie_wait, or a loop of collie_test (by_test) as programs that poll do. */
+static collie_result_t wait_or_test(collie_request_t *q, bool by_test) {
+  if (!by_test) return collie_wait(q);
+  int done = 0;
+  collie_result_t r;
+  while (!(r = collie_test(q, &done)) && !done) {
+  }
+  return r;
+}
+
+static int cross_wait(bool by_test) {
   collie_comm_t *world, *split = NULL;
   int rank, n;
   if (init_rank(&world, &rank)) return 1;
@@ -288,7 +300,7 @@ static int cross_wait(void) {
   if ((r = collie_iallreduce(a, ra, COUNT, COLLIE_FLOAT32, COLLIE_SUM, world, &qa)) ||
       (r = collie_iallreduce(b, rb, COUNT, COLLIE_FLOAT32, COLLIE_SUM, split, &qb)))
     return fail("iallreduce", r, world);
-  collie_result_t r1 = collie_wait(rank == 0 ? qb : qa), r2 = collie_wait(rank == 0 ? qa : qb);
+  collie_result_t r1 = wait_or_test(rank == 0 ? qb : qa, by_test), r2 = wait_or_test(rank == 0 ? qa : qb, by_test);
   double dt = now_s() - t0;
   int wrong = 0;
   for (int i = 0; i < COUNT; i++) wrong += ra[i] != (float)n || rb[i] != (float)(2 * n);
@@ -982,7 +994,8 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
   if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
-  if (argc == 2 && !strcmp(argv[1], "cross-wait")) return cross_wait();
+  if (argc == 2 && !strcmp(argv[1], "cross-wait")) return cross_wait(false);
+  if (argc == 2 && !strcmp(argv[1], "cross-test")) return cross_wait(true);
   if (argc == 2 && !strcmp(argv[1], "unmatched-send")) return unmatched_send();
   if (argc == 2 && !strcmp(argv[1], "zero-count")) return zero_count();
   if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
@@ -995,6 +1008,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | one-thread-destroy | unmatched-send\n");
   return 2;
 }
