@@ -36,8 +36,17 @@ void collie_comm_teardown(collie_comm_t *comm) {
     if (comm->peers[r].tp && comm->peers[r].tp->close) comm->peers[r].tp->close(comm, &comm->peers[r]);
   collie_unlock(&comm->lock);
   collie_tcp_destroy(comm);
-  /* The shared segments stay mapped until the last reference goes (collie_comm_free): a
-   * thread still inside a wait on this communicator may be about to sleep on its doorbell. */
+  /* The shared segments go now, unless a thread is inside a wait on this communicator: it
+   * may be about to sleep on its doorbell, and the last reference unmaps them then
+   * (collie_comm_free). Requests that nobody waits for hold references too, and kept every
+   * segment of every communicator destroyed with one (about 1 MB each) mapped for good;
+   * their operations are done now, and a later wait for one touches no segment. A waiter
+   * counts itself before it looks at its request (wait.c); the fence orders the operations'
+   * completion above before this look at the count. */
+  atomic_thread_fence(memory_order_seq_cst);
+  collie_lock(&comm->lock);
+  if (atomic_load(&comm->waiters) == 0) collie_shm_destroy(comm);
+  collie_unlock(&comm->lock);
 }
 
 /* A destroyed communicator's memory is kept, marked dead, until QUARANTINE more have been

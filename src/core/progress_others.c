@@ -57,7 +57,8 @@ void collie_others_progress(collie_comm_t *waiting) {
       continue;
     }
     if (atomic_load(&c->has_progress_thread) || !collie_lock_try(&c->lock)) continue;
-    if (c->ops) collie_progress(c);
+    /* destroyed meanwhile: its own thread finishes it, and its segments may be gone */
+    if (c->ops && !atomic_load(&c->destroyed)) collie_progress(c);
     collie_unlock(&c->lock);
   }
 }

@@ -236,6 +236,7 @@ collie_result_t collie_request_wait(collie_request_t *req) {
   collie_comm_t *comm = req->comm;
   int idle = 0;
   unsigned rounds = 0;
+  atomic_fetch_add(&comm->waiters, 1); /* before the first look at done: comm_destroy.c */
   while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     if (comm->has_progress_thread) {
       collie_idle(comm, &idle, &req->done);
@@ -250,6 +251,7 @@ collie_result_t collie_request_wait(collie_request_t *req) {
      * them to move before it can serve this one. */
     if ((++rounds & 15) == 0) collie_others_progress(comm);
   }
+  atomic_fetch_sub(&comm->waiters, 1);
   /* One completion per request: two threads waiting for (or testing) it at once both got
    * here, and each released it and its communicator. (A blocking call's request is its
    * own: no atomic operation for it.) */
@@ -283,15 +285,18 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
   if (!done) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: done is NULL");
   collie_result_t res = check_request(req, "collie_test");
   if (res) return res;
+  atomic_fetch_add(&req->comm->waiters, 1);
   if (!atomic_load_explicit(&req->done, memory_order_acquire) && !req->comm->has_progress_thread)
     progress_once(req->comm, true); /* called at the user's pace: every call may be the last for a while */
   if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     /* A loop of tests is this thread's wait: its other communicators' operations, which
      * peers may wait for before they can serve this one, move too (as MPI_Test moves all). */
     if (!req->comm->has_progress_thread) collie_others_progress(req->comm);
+    atomic_fetch_sub(&req->comm->waiters, 1);
     *done = 0;
     return COLLIE_SUCCESS;
   }
+  atomic_fetch_sub(&req->comm->waiters, 1);
   *done = 1;
   return collie_request_wait(req);
 }
@@ -300,6 +305,7 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
 collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
   int idle = 0;
   _Atomic int never = 0;
+  atomic_fetch_add(&comm->waiters, 1);
   for (;;) {
     collie_lock(&comm->lock);
     int moved = comm->has_progress_thread ? 0 : collie_progress(comm);
@@ -310,6 +316,7 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
     if (moved) idle = 0;
     else collie_idle(comm, &idle, &never);
   }
+  atomic_fetch_sub(&comm->waiters, 1);
   int f = atomic_load(&comm->failed);
   return (collie_result_t)f;
 }

@@ -42,6 +42,10 @@ set_tests_properties(fault_cross_wait_tcp PROPERTIES TIMEOUT 60 LABELS fault
 add_test(NAME fault_cross_test_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-test)
 set_tests_properties(fault_cross_test_tcp PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
+# Communicators destroyed with a request nobody waited for: their segments (about 1 MB
+# each) stayed mapped for good, since the request held the communicator.
+add_test(NAME fault_unwaited_destroy_3 COMMAND $<TARGET_FILE:collie-run> -n 3 --timeout 100 ${FAULT_BIN} unwaited-destroy)
+set_tests_properties(fault_unwaited_destroy_3 PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_EXEC_TIMEOUT=20")
 # A small send that is never received completes at once on both sides, and a shared-memory
 # all-reduce after it reads no message: the destroys must say so (the message was lost
 # without a word). (Over TCP the all-reduce's messages find it at once.)

@@ -35,6 +35,9 @@
  *                                       must complete, with the right sums, within 5 s
  *   fault_rank cross-test               the same, each rank looping on collie_test instead of
  *                                       waiting
+ *   fault_rank unwaited-destroy         40 communicators, each destroyed with an all-reduce
+ *                                       nobody waited for: their shared segments must be
+ *                                       unmapped at once, and the late waits succeed
  *   fault_rank unmatched-send           rank 0 sends rank 1 a small message it never receives
  *                                       (the send completes at once), then both all-reduce:
  *                                       both destroys must return COLLIE_ERR_MISMATCH naming the
@@ -309,6 +312,42 @@ static int cross_wait(bool by_test) {
   collie_comm_destroy(split);
   collie_comm_destroy(world);
   return r1 || r2 || wrong || dt > 5;
+}
+
+/* Mappings of shared segments in this process (/proc/self/maps lines naming collie). */
+static int collie_mappings(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  char line[512];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) n += strstr(line, "collie") != NULL;
+  fclose(f);
+  return n;
+}
+
+static int unwaited_destroy(void) {
+  collie_comm_t *world;
+  int rank;
+  if (init_rank(&world, &rank)) return 1;
+  enum { COMMS = 40, COUNT = 1 << 14 };
+  static int32_t a[COUNT], b[COUNT];
+  static collie_request_t *reqs[COMMS];
+  const int before = collie_mappings();
+  for (int i = 0; i < COMMS; i++) {
+    collie_comm_t *c;
+    collie_result_t r = collie_comm_split(world, 0, rank, &c);
+    if (r) return fail("split", r, world);
+    if ((r = collie_iallreduce(a, b, COUNT, COLLIE_INT32, COLLIE_SUM, c, &reqs[i]))) return fail("iallreduce", r, c);
+    if ((r = collie_comm_destroy(c))) return fail("destroy", r, NULL);
+  }
+  const int after = collie_mappings();
+  int bad = 0;
+  for (int i = 0; i < COMMS; i++) bad += collie_wait(reqs[i]) != COLLIE_SUCCESS;
+  printf("rank %d: %d mappings of shared segments before %d communicators destroyed with a request pending, "
+         "%d after; %d of the late waits failed\n",
+         rank, before, COMMS, after, bad);
+  collie_comm_destroy(world);
+  return before < 0 || after > before + 2 || bad;
 }
 
 static int unmatched_send(void) {
@@ -996,6 +1035,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
   if (argc == 2 && !strcmp(argv[1], "cross-wait")) return cross_wait(false);
   if (argc == 2 && !strcmp(argv[1], "cross-test")) return cross_wait(true);
+  if (argc == 2 && !strcmp(argv[1], "unwaited-destroy")) return unwaited_destroy();
   if (argc == 2 && !strcmp(argv[1], "unmatched-send")) return unmatched_send();
   if (argc == 2 && !strcmp(argv[1], "zero-count")) return zero_count();
   if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
@@ -1008,6 +1048,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | unwaited-destroy | one-thread-destroy | unmatched-send\n");
   return 2;
 }
