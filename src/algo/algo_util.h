@@ -147,6 +147,21 @@ void au_deps_add(au_deps_t *d, uint32_t step); /* ignores COLLIE_NO_STEP and rep
 void au_deps_free(au_deps_t *d);
 static inline void au_deps_clear(au_deps_t *d) { d->n = 0; }
 
+/* ---- rings of ranks (ring.c) ----------------------------------------------------------- */
+
+/* n members in ring order (rank[i]: a rank of the communicator), this rank at index me. */
+typedef struct {
+  int n, me;
+  const int *rank;
+} au_ring_t;
+
+/* The ring allreduce (ring.c) of elements [base, base + len) among g, into the receive
+ * buffer, with this rank's contribution in `in` (the receive buffer itself in place). Round
+ * 0's sends and every receive-reduce also wait for `after` (COLLIE_NO_STEP: nothing); every
+ * step that writes the receive buffer goes into `writes` when given. g->n >= 2. */
+collie_result_t au_ring_allreduce(collie_sched_t *s, const collie_coll_args_t *a, const au_ring_t *g, uint64_t base,
+                                  uint64_t len, collie_buf_t in, uint32_t after, au_deps_t *writes);
+
 /* Copies queued piece by piece, merged into one COPY step while both sides stay
  * contiguous; each step depends on the union of its pieces' dependencies. */
 typedef struct {

@@ -4,7 +4,8 @@
  *
  *  1. The group reduce-scatters the vector on L blocks (a ring, ring.c's conventions):
  *     local index i ends with block B = i+1 (mod L), reduced over its group.
- *  2. The h ranks of local index i, one per group, allreduce block B with a ring, in place.
+ *  2. The h ranks of local index i, one per group, allreduce block B in place with the
+ *     ring allreduce (ring.c, au_ring_allreduce).
  *  3. The group allgathers the blocks (a ring: round k sends block i+1-k, receives i-k).
  *
  * Between hosts each rank sends 2 (h-1)/h n/L bytes, the L ranks of a host at once over
@@ -23,11 +24,6 @@
 
 #include "algo/algo_util.h"
 
-typedef struct {
-  int n, me; /* members, and this rank's index among them */
-  int *rank; /* the members' ranks, in ring order */
-} ring_t;
-
 /* One empty step that completes when all of l's steps have; l is emptied. */
 static uint32_t join(collie_sched_t *s, au_deps_t *l) {
   const collie_bufref_t none = collie_ref(COLLIE_BUF_RECV, 0);
@@ -36,57 +32,55 @@ static uint32_t join(collie_sched_t *s, au_deps_t *l) {
   return j;
 }
 
-/* Ring reduce-scatter of elements [base, base + len) among g, in the receive buffer: round k,
- * member m sends block m-k and receive-reduces block m-k-1 (local operand from `in`, its own
- * contribution, untouched until then), so m ends with block m+1 complete. Round 0 sends
- * from `in`, later rounds forward partial sums. Round 0's sends and every receive-reduce
- * also wait for `after` (COLLIE_NO_STEP: nothing). rs_send[k * maxch + j]: round k's send
- * of chunk j; prev[j]: chunk j's last receive. */
-static void ring_rs(collie_sched_t *s, const collie_coll_args_t *a, const ring_t *g, uint64_t base, uint64_t len,
-                    collie_buf_t in, uint32_t after, uint32_t *rs_send, uint32_t *prev, uint64_t maxch) {
-  const uint64_t es = a->elem_size, ce = au_chunk_elems(a);
+/* Phase 1, the ring reduce-scatter of the group (ring.c's conventions): round k, member m
+ * sends block m-k and receive-reduces block m-k-1 (its own contribution from `in` as the
+ * local operand), so that m ends with block m+1 complete in the receive buffer. Round 0
+ * sends from `in`, later rounds forward partial sums. rs_send[k * maxch + j]: round k's
+ * send of chunk j; prev[j]: chunk j's last receive. */
+static void ring_rs(collie_sched_t *s, const collie_coll_args_t *a, const au_ring_t *g, collie_buf_t in,
+                    uint32_t *rs_send, uint32_t *prev, uint64_t maxch) {
+  const uint64_t es = a->elem_size, ce = au_chunk_elems(a), len = a->count;
   const int right = g->rank[(g->me + 1) % g->n], left = g->rank[(g->me + g->n - 1) % g->n];
-  for (uint64_t j = 0; j < maxch; j++) prev[j] = after;
+  for (uint64_t j = 0; j < maxch; j++) prev[j] = COLLIE_NO_STEP;
   for (int k = 0; k < g->n - 1; k++) {
     const int sb = au_mod(g->me - k, g->n), rb = au_mod(g->me - k - 1, g->n);
-    const uint64_t soff = base + au_block_start(len, g->n, sb), slen = au_block_len(len, g->n, sb);
-    const uint64_t roff = base + au_block_start(len, g->n, rb), rlen = au_block_len(len, g->n, rb);
+    const uint64_t soff = au_block_start(len, g->n, sb), slen = au_block_len(len, g->n, sb);
+    const uint64_t roff = au_block_start(len, g->n, rb), rlen = au_block_len(len, g->n, rb);
     const collie_buf_t sbuf = k == 0 ? in : COLLIE_BUF_RECV;
     for (uint64_t j = 0; j * ce < slen; j++)
       rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
                                                          au_chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
     for (uint64_t j = 0; j * ce < rlen; j++)
       prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es), au_at(COLLIE_BUF_RECV, roff + j * ce, es),
-                                         au_chunk_len(rlen, ce, j) * es, COLLIE_DEP1(after));
+                                         au_chunk_len(rlen, ce, j) * es, COLLIE_NODEPS);
   }
 }
 
-/* Ring allgather of [base, base + len) among g in the receive buffer, after ring_rs of the
- * same range: round k, member m sends block m+1-k and receives block m-k. Round 0's sends
- * wait for `after` when given, else for ring_rs's last receives (prev); a receive waits
- * for the reduce-scatter's send of the same bytes. Every receive goes into `writes`. */
-static void ring_ag(collie_sched_t *s, const collie_coll_args_t *a, const ring_t *g, uint64_t base, uint64_t len,
-                    uint32_t after, const uint32_t *rs_send, uint32_t *prev, uint64_t maxch, au_deps_t *writes) {
-  const uint64_t es = a->elem_size, ce = au_chunk_elems(a);
+/* Phase 3, the ring allgather of the group: round k, member m sends block m+1-k and
+ * receives block m-k. Round 0's sends wait for `after` (phase 2's writes of block m+1),
+ * later ones for the chunk's previous receive; a receive waits for phase 1's send of the
+ * same bytes (rs_send). */
+static void ring_ag(collie_sched_t *s, const collie_coll_args_t *a, const au_ring_t *g, uint32_t after,
+                    const uint32_t *rs_send, uint32_t *prev, uint64_t maxch) {
+  const uint64_t es = a->elem_size, ce = au_chunk_elems(a), len = a->count;
   const int right = g->rank[(g->me + 1) % g->n], left = g->rank[(g->me + g->n - 1) % g->n];
   for (int k = 0; k < g->n - 1; k++) {
     const int sb = au_mod(g->me + 1 - k, g->n), rb = au_mod(g->me - k, g->n);
-    const uint64_t soff = base + au_block_start(len, g->n, sb), slen = au_block_len(len, g->n, sb);
-    const uint64_t roff = base + au_block_start(len, g->n, rb), rlen = au_block_len(len, g->n, rb);
+    const uint64_t soff = au_block_start(len, g->n, sb), slen = au_block_len(len, g->n, sb);
+    const uint64_t roff = au_block_start(len, g->n, rb), rlen = au_block_len(len, g->n, rb);
     for (uint64_t j = 0; j * ce < slen; j++)
       collie_sched_send(s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), au_chunk_len(slen, ce, j) * es,
-                        COLLIE_DEP1(k == 0 && after != COLLIE_NO_STEP ? after : prev[j]));
-    for (uint64_t j = 0; j * ce < rlen; j++) {
+                        COLLIE_DEP1(k == 0 ? after : prev[j]));
+    for (uint64_t j = 0; j * ce < rlen; j++)
       prev[j] = collie_sched_recv(s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es), au_chunk_len(rlen, ce, j) * es,
                                   COLLIE_DEP1(rs_send[(size_t)k * maxch + j]));
-      if (writes) au_deps_add(writes, prev[j]);
-    }
   }
 }
 
 /* The two rings of this rank: its group (local), and the ranks of its local index in
- * every group (cross), in group order. false when the groups are not h >= 2 of L >= 2. */
-static bool find_rings(const collie_coll_args_t *a, ring_t *local, ring_t *cross, int *buf) {
+ * every group (cross), in group order; their members go into buf (3 p ints). false when
+ * the groups are not h >= 2 of L >= 2. */
+static bool find_rings(const collie_coll_args_t *a, au_ring_t *local, au_ring_t *cross, int *buf) {
   const int p = a->nranks, h = a->ngroups;
   if (!a->group_of || h < 2 || p % h || p / h < 2) return false;
   const int L = p / h;
@@ -97,16 +91,14 @@ static bool find_rings(const collie_coll_args_t *a, ring_t *local, ring_t *cross
     if (g < 0 || g >= h || seen[g] == L) return false;
     pos[r] = seen[g]++;
   }
-  local->n = L;
-  local->me = pos[a->rank];
-  local->rank = buf;
-  cross->n = h;
-  cross->me = a->group_of[a->rank];
-  cross->rank = buf + L;
+  const int me = pos[a->rank], mine = a->group_of[a->rank];
+  int *lr = buf, *cr = buf + L;
   for (int r = 0; r < p; r++) {
-    if (a->group_of[r] == cross->me) local->rank[pos[r]] = r;
-    if (pos[r] == local->me) cross->rank[a->group_of[r]] = r;
+    if (a->group_of[r] == mine) lr[pos[r]] = r;
+    if (pos[r] == me) cr[a->group_of[r]] = r;
   }
+  *local = (au_ring_t){L, me, lr};
+  *cross = (au_ring_t){h, mine, cr};
   return true;
 }
 
@@ -115,7 +107,7 @@ COLLIE_ALGO_DECL(collie_hier_allreduce) {
   const int p = args->nranks;
   int *buf = malloc(sizeof(int) * (3 * (size_t)p + 1));
   if (!buf) return COLLIE_ERR_INTERNAL;
-  ring_t local, cross;
+  au_ring_t local, cross;
   if (!find_rings(args, &local, &cross, buf)) {
     free(buf);
     return COLLIE_ERR_INVALID_ARGUMENT;
@@ -126,38 +118,32 @@ COLLIE_ALGO_DECL(collie_hier_allreduce) {
     return COLLIE_SUCCESS;
   }
   const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
-  const int L = local.n, h = cross.n, B = (local.me + 1) % L;
+  const int L = local.n, B = (local.me + 1) % L;
   const uint64_t boff = au_block_start(count, L, B), blen = au_block_len(count, L, B);
-  const uint64_t max1 = au_div_up(au_block_len(count, L, 0), ce), max2 = au_div_up(au_block_len(blen, h, 0), ce);
-  /* One prev array serves all phases: the larger phase's chunks. */
+  const uint64_t max1 = au_div_up(au_block_len(count, L, 0), ce);
   uint32_t *rs1 = malloc(sizeof(uint32_t) * ((size_t)(L - 1) * max1 + 1));
-  uint32_t *rs2 = malloc(sizeof(uint32_t) * ((size_t)(h - 1) * max2 + 1));
-  uint32_t *prev = malloc(sizeof(uint32_t) * ((max1 > max2 ? max1 : max2) + 1));
+  uint32_t *prev = malloc(sizeof(uint32_t) * (max1 + 1));
   au_deps_t done = {0};
   collie_result_t res = COLLIE_ERR_INTERNAL;
-  if (!rs1 || !rs2 || !prev) goto out;
+  if (!rs1 || !prev) goto out;
 
   /* 1: reduce-scatter in the group; block B's last receives are what phase 2 reads. */
-  ring_rs(s, args, &local, 0, count, in, COLLIE_NO_STEP, rs1, prev, max1);
+  ring_rs(s, args, &local, in, rs1, prev, max1);
   for (uint64_t j = 0; j * ce < blen; j++) au_deps_add(&done, prev[j]);
   uint32_t after = join(s, &done);
 
-  /* 2: allreduce of block B between the groups, in place. */
+  /* 2: allreduce of block B between the groups, in place (ring.c's ring). */
   if (blen) {
-    ring_rs(s, args, &cross, boff, blen, COLLIE_BUF_RECV, after, rs2, prev, max2);
-    const uint64_t mine = au_block_len(blen, h, (cross.me + 1) % h); /* complete after the reduce-scatter */
-    for (uint64_t j = 0; j * ce < mine; j++) au_deps_add(&done, prev[j]);
-    ring_ag(s, args, &cross, boff, blen, COLLIE_NO_STEP, rs2, prev, max2, &done);
+    if (au_ring_allreduce(s, args, &cross, boff, blen, COLLIE_BUF_RECV, after, &done)) goto out;
     after = join(s, &done);
   }
 
   /* 3: allgather in the group: block B goes first, once phase 2 has written it. */
-  ring_ag(s, args, &local, 0, count, after, rs1, prev, max1, NULL);
+  ring_ag(s, args, &local, after, rs1, prev, max1);
   res = done.failed ? COLLIE_ERR_INTERNAL : au_finish(s);
 out:
   au_deps_free(&done);
   free(rs1);
-  free(rs2);
   free(prev);
   free(buf);
   return res;

@@ -38,71 +38,94 @@
  * read once from memory instead of twice). Both ends of a link follow the same order. */
 #define AR_INTERLEAVE_LAG 2
 
-/* Allgather round k, chunk j of the ring allreduce: rank r sends block r+1-k and
- * receives block r-k. */
-static void ag_round(collie_sched_t *s, const collie_coll_args_t *args, int k, uint64_t j, uint32_t *prev,
-                     const uint32_t *rs_send, uint64_t maxch) {
-  const int n = args->nranks, r = args->rank, right = (r + 1) % n, left = (r + n - 1) % n;
-  const uint64_t es = args->elem_size, count = args->count, ce = au_chunk_elems(args);
-  const int sb = au_mod(r + 1 - k, n), rb = au_mod(r - k, n);
-  const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
-  const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
-  if (j * ce < slen)
-    collie_sched_send(s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), au_chunk_len(slen, ce, j) * es,
-                      COLLIE_DEP1(prev[j]));
-  /* Block r-k was sent in reduce-scatter round k (in place, from these very bytes). */
-  if (j * ce < rlen)
-    prev[j] = collie_sched_recv(s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es), au_chunk_len(rlen, ce, j) * es,
-                                COLLIE_DEP1(rs_send[(size_t)k * maxch + j]));
-}
-
-COLLIE_ALGO_DECL(collie_ring_allreduce) {
-  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, r = args->rank;
-  const uint64_t es = args->elem_size, count = args->count;
-  const collie_buf_t in = args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND;
-  if (count == 0) return COLLIE_SUCCESS;
-  if (n == 1) return au_copy_only(args, s, count);
-  const int right = (r + 1) % n, left = (r + n - 1) % n;
-  const uint64_t ce = au_chunk_elems(args);
-  const uint64_t maxch = au_div_up(au_block_len(count, n, 0), ce);
+/* One ring allreduce being built (au_ring_allreduce). */
+typedef struct {
+  collie_sched_t *s;
+  const collie_coll_args_t *a;
+  const au_ring_t *g;
+  uint64_t base, len, ce, maxch;
   /* prev[j]: the last receive of chunk j (the block forwarded next round);
    * rs_send[k * maxch + j]: reduce-scatter round k's send of chunk j, which the
    * allgather's receive of the same bytes in round k must follow. */
-  uint32_t *prev = malloc((size_t)maxch * sizeof *prev);
-  uint32_t *rs_send = malloc((size_t)(n - 1) * maxch * sizeof *rs_send);
-  if (!prev || !rs_send) {
-    free(prev);
-    free(rs_send);
+  uint32_t *prev, *rs_send;
+  au_deps_t *writes;
+} ar_build_t;
+
+/* Allgather round k, chunk j: member m sends block m+1-k and receives block m-k. */
+static void ag_round(ar_build_t *b, int k, uint64_t j) {
+  const au_ring_t *g = b->g;
+  const int right = g->rank[(g->me + 1) % g->n], left = g->rank[(g->me + g->n - 1) % g->n];
+  const uint64_t es = b->a->elem_size, ce = b->ce;
+  const int sb = au_mod(g->me + 1 - k, g->n), rb = au_mod(g->me - k, g->n);
+  const uint64_t soff = b->base + au_block_start(b->len, g->n, sb), slen = au_block_len(b->len, g->n, sb);
+  const uint64_t roff = b->base + au_block_start(b->len, g->n, rb), rlen = au_block_len(b->len, g->n, rb);
+  if (j * ce < slen)
+    collie_sched_send(b->s, right, au_at(COLLIE_BUF_RECV, soff + j * ce, es), au_chunk_len(slen, ce, j) * es,
+                      COLLIE_DEP1(b->prev[j]));
+  /* Block m-k was sent in reduce-scatter round k (in place, from these very bytes). */
+  if (j * ce < rlen) {
+    b->prev[j] = collie_sched_recv(b->s, left, au_at(COLLIE_BUF_RECV, roff + j * ce, es),
+                                   au_chunk_len(rlen, ce, j) * es, COLLIE_DEP1(b->rs_send[(size_t)k * b->maxch + j]));
+    if (b->writes) au_deps_add(b->writes, b->prev[j]);
+  }
+}
+
+collie_result_t au_ring_allreduce(collie_sched_t *s, const collie_coll_args_t *a, const au_ring_t *g, uint64_t base,
+                                  uint64_t len, collie_buf_t in, uint32_t after, au_deps_t *writes) {
+  const int n = g->n, right = g->rank[(g->me + 1) % n], left = g->rank[(g->me + n - 1) % n];
+  const uint64_t es = a->elem_size, ce = au_chunk_elems(a);
+  ar_build_t b = {s, a, g, base, len, ce, au_div_up(au_block_len(len, n, 0), ce), NULL, NULL, writes};
+  b.prev = malloc((size_t)b.maxch * sizeof *b.prev + 1);
+  b.rs_send = malloc((size_t)(n - 1) * b.maxch * sizeof *b.rs_send + 1);
+  if (!b.prev || !b.rs_send) {
+    free(b.prev);
+    free(b.rs_send);
     return COLLIE_ERR_INTERNAL;
   }
-  for (uint64_t j = 0; j < maxch; j++) prev[j] = COLLIE_NO_STEP;
+  for (uint64_t j = 0; j < b.maxch; j++) b.prev[j] = after;
 
   for (int k = 0; k < n - 1; k++) { /* reduce-scatter */
-    const int sb = au_mod(r - k, n), rb = au_mod(r - k - 1, n);
-    const uint64_t soff = au_block_start(count, n, sb), slen = au_block_len(count, n, sb);
-    const uint64_t roff = au_block_start(count, n, rb), rlen = au_block_len(count, n, rb);
+    const int sb = au_mod(g->me - k, n), rb = au_mod(g->me - k - 1, n);
+    const uint64_t soff = base + au_block_start(len, n, sb), slen = au_block_len(len, n, sb);
+    const uint64_t roff = base + au_block_start(len, n, rb), rlen = au_block_len(len, n, rb);
     /* Round 0 sends the raw contribution; later rounds forward last round's partial sum. */
     const collie_buf_t sbuf = k == 0 ? in : COLLIE_BUF_RECV;
     /* The last round's chunk j, once reduced, is allgather round 0's chunk j: it goes out
      * AR_INTERLEAVE_LAG chunks later (see ag_round), while it is still in cache. */
     const bool last = k == n - 2;
-    for (uint64_t j = 0; j < maxch + (last ? AR_INTERLEAVE_LAG : 0); j++) {
-      if (j < maxch && j * ce < slen)
-        rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
-                                                           au_chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
-      if (j < maxch && j * ce < rlen)
-        prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es),
-                                           au_at(COLLIE_BUF_RECV, roff + j * ce, es), au_chunk_len(rlen, ce, j) * es,
-                                           COLLIE_NODEPS);
-      if (last && j >= AR_INTERLEAVE_LAG) ag_round(s, args, 0, j - AR_INTERLEAVE_LAG, prev, rs_send, maxch);
+    for (uint64_t j = 0; j < b.maxch + (last ? AR_INTERLEAVE_LAG : 0); j++) {
+      if (j < b.maxch && j * ce < slen)
+        b.rs_send[(size_t)k * b.maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
+                                                               au_chunk_len(slen, ce, j) * es, COLLIE_DEP1(b.prev[j]));
+      if (j < b.maxch && j * ce < rlen) {
+        b.prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es),
+                                             au_at(COLLIE_BUF_RECV, roff + j * ce, es), au_chunk_len(rlen, ce, j) * es,
+                                             COLLIE_DEP1(after));
+        if (writes) au_deps_add(writes, b.prev[j]);
+      }
+      if (last && j >= AR_INTERLEAVE_LAG) ag_round(&b, 0, j - AR_INTERLEAVE_LAG);
     }
   }
   for (int k = 1; k < n - 1; k++) /* allgather */
-    for (uint64_t j = 0; j < maxch; j++) ag_round(s, args, k, j, prev, rs_send, maxch);
-  free(prev);
-  free(rs_send);
-  return au_finish(s);
+    for (uint64_t j = 0; j < b.maxch; j++) ag_round(&b, k, j);
+  free(b.prev);
+  free(b.rs_send);
+  return COLLIE_SUCCESS;
+}
+
+COLLIE_ALGO_DECL(collie_ring_allreduce) {
+  if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  const int n = args->nranks;
+  if (args->count == 0) return COLLIE_SUCCESS;
+  if (n == 1) return au_copy_only(args, s, args->count);
+  int *ranks = malloc(sizeof(int) * (size_t)n);
+  if (!ranks) return COLLIE_ERR_INTERNAL;
+  for (int r = 0; r < n; r++) ranks[r] = r;
+  const au_ring_t all = {n, args->rank, ranks};
+  collie_result_t res = au_ring_allreduce(s, args, &all, 0, args->count,
+                                          args->in_place ? COLLIE_BUF_RECV : COLLIE_BUF_SEND, COLLIE_NO_STEP, NULL);
+  free(ranks);
+  return res ? res : au_finish(s);
 }
 
 /* ---- allgather ------------------------------------------------------------------------ */
