@@ -118,8 +118,9 @@ struct collie_comm {
   _Atomic int abort_deferred;
   _Atomic int refs;            /* the user's handle + outstanding requests */
   _Atomic int destroyed;
-  /* Threads inside a wait, test or synchronize on this communicator: while there are any,
-   * its shared segments outlive its destroy until the last reference (comm_destroy.c). */
+  /* Threads in a wait that yields or sleeps, or in a synchronize, on this communicator:
+   * while there are any, its shared segments outlive its destroy until the last reference
+   * (comm_destroy.c). */
   _Atomic int waiters;
 
   pthread_mutex_t err_lock;

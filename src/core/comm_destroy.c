@@ -41,8 +41,10 @@ void collie_comm_teardown(collie_comm_t *comm) {
    * (collie_comm_free). Requests that nobody waits for hold references too, and kept every
    * segment of every communicator destroyed with one (about 1 MB each) mapped for good;
    * their operations are done now, and a later wait for one touches no segment. A waiter
-   * counts itself before it looks at its request (wait.c); the fence orders the operations'
-   * completion above before this look at the count. */
+   * counts itself before its first yield or sleep, the only parts of a wait that read the
+   * segments once the operations are done, and then looks at its request again
+   * (collie_idle): either this look at the count sees it, or it sees its operation done.
+   * The fence orders the operations' completion above before this look. */
   atomic_thread_fence(memory_order_seq_cst);
   collie_lock(&comm->lock);
   if (atomic_load(&comm->waiters) == 0) collie_shm_destroy(comm);

@@ -24,7 +24,10 @@ size_t collie_auto_chunk_bytes(bool tcp);
 
 /* Waits for every issued operation; returns the communicator's failure, if any. */
 collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm);
-/* One step of the spin / yield / sleep policy for a waiter whose flag is `done`. */
-void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done);
+/* One step of the spin / yield / sleep policy for a waiter whose flag is `done`. Yields
+ * and sleeps read the shared segments: with `counted` (not yet set), the waiter first
+ * counts itself in comm->waiters (and sets it; the caller uncounts when its wait ends),
+ * then returns if done meanwhile (comm_destroy.c). */
+void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done, bool *counted);
 
 #endif

@@ -150,7 +150,7 @@ static void yield_once(collie_comm_t *comm) {
  * tenth of a small collective (and 1% of a 4-rank one on 2 cores, where every operation
  * waits). */
 enum { COLLIE_FIRST_TIMED = 16 };
-void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
+void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done, bool *counted) {
   int n = ++*idle;
   int64_t us = 0;
   if (n == 1) comm->polls_left = COLLIE_OS_POLLS;
@@ -161,8 +161,16 @@ void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done) {
     comm->idle_ns = collie_now_ns() - comm->idle_since_ns;
   }
   if (n >= COLLIE_FIRST_TIMED) us = comm->idle_ns / 1000;
-  if (us < comm->spin) collie_cpu_relax();
-  else if (us < (int64_t)comm->spin + comm->yield) yield_once(comm);
+  if (us < comm->spin) {
+    collie_cpu_relax();
+    return;
+  }
+  if (counted && !*counted) {
+    atomic_fetch_add(&comm->waiters, 1);
+    *counted = true;
+    if (atomic_load(done)) return;
+  }
+  if (us < (int64_t)comm->spin + comm->yield) yield_once(comm);
   else sleep_once(comm, done);
 }
 
@@ -236,22 +244,22 @@ collie_result_t collie_request_wait(collie_request_t *req) {
   collie_comm_t *comm = req->comm;
   int idle = 0;
   unsigned rounds = 0;
-  atomic_fetch_add(&comm->waiters, 1); /* before the first look at done: comm_destroy.c */
+  bool counted = false; /* in comm->waiters, from the first yield or sleep on (collie_idle) */
   while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     if (comm->has_progress_thread) {
-      collie_idle(comm, &idle, &req->done);
+      collie_idle(comm, &idle, &req->done, &counted);
       continue;
     }
     if (progress_once(comm, false)) {
       idle = 0;
     } else if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
-      collie_idle(comm, &idle, &req->done);
+      collie_idle(comm, &idle, &req->done, &counted);
     }
     /* This thread's other communicators, every 16th pass, busy or idle: a peer may need
      * them to move before it can serve this one. */
     if ((++rounds & 15) == 0) collie_others_progress(comm);
   }
-  atomic_fetch_sub(&comm->waiters, 1);
+  if (counted) atomic_fetch_sub(&comm->waiters, 1);
   /* One completion per request: two threads waiting for (or testing) it at once both got
    * here, and each released it and its communicator. (A blocking call's request is its
    * own: no atomic operation for it.) */
@@ -285,18 +293,15 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
   if (!done) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_test: done is NULL");
   collie_result_t res = check_request(req, "collie_test");
   if (res) return res;
-  atomic_fetch_add(&req->comm->waiters, 1);
   if (!atomic_load_explicit(&req->done, memory_order_acquire) && !req->comm->has_progress_thread)
     progress_once(req->comm, true); /* called at the user's pace: every call may be the last for a while */
   if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     /* A loop of tests is this thread's wait: its other communicators' operations, which
      * peers may wait for before they can serve this one, move too (as MPI_Test moves all). */
     if (!req->comm->has_progress_thread) collie_others_progress(req->comm);
-    atomic_fetch_sub(&req->comm->waiters, 1);
     *done = 0;
     return COLLIE_SUCCESS;
   }
-  atomic_fetch_sub(&req->comm->waiters, 1);
   *done = 1;
   return collie_request_wait(req);
 }
@@ -305,6 +310,7 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
 collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
   int idle = 0;
   _Atomic int never = 0;
+  bool counted = true; /* from the start: its look at the operations is not a flag of done */
   atomic_fetch_add(&comm->waiters, 1);
   for (;;) {
     collie_lock(&comm->lock);
@@ -314,7 +320,7 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
     collie_unlock(&comm->lock);
     if (empty) break;
     if (moved) idle = 0;
-    else collie_idle(comm, &idle, &never);
+    else collie_idle(comm, &idle, &never, &counted);
   }
   atomic_fetch_sub(&comm->waiters, 1);
   int f = atomic_load(&comm->failed);
