@@ -20,18 +20,6 @@
 
 /* ---- allreduce ------------------------------------------------------------------------ */
 
-/* Ring allreduce: a ring reduce-scatter, then a ring allgather, on p near-equal blocks.
- *
- * Reduce-scatter round k (0 <= k < p-1): rank r sends block r-k and receives block r-k-1,
- * folding it into its own contribution with RECV_REDUCE (dst = local op incoming), so
- * block b is reduced in one fixed order along the ring, b, b+1, ..., b-1, and only once:
- * after p-1 rounds rank r holds block r+1 complete. Allgather round k: rank r sends block
- * r+1-k and receives block r-k. Every rank ends with bitwise identical results because
- * each block is reduced on one rank and only copied from there. Out of place the first
- * reduction of a block reads the send buffer and writes the receive buffer, so no copies
- * are needed; in place it reads and writes the receive buffer.
- *
- * Cost: 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma (times c chunks on alpha). */
 /* The allreduce's last reduce-scatter round and its allgather round 0 are interleaved on
  * the link, two chunks apart: the chunk just reduced is sent on while it is still in
  * cache, instead of after the whole round (forced TCP, 2 ranks, 64 MiB: each byte is
@@ -70,6 +58,20 @@ static void ag_round(ar_build_t *b, int k, uint64_t j) {
   }
 }
 
+/* Ring allreduce: a ring reduce-scatter, then a ring allgather, on p near-equal blocks.
+ *
+ * Reduce-scatter round k (0 <= k < p-1): rank r sends block r-k and receives block r-k-1,
+ * folding it into its own contribution with RECV_REDUCE (dst = local op incoming), so
+ * block b is reduced in one fixed order along the ring, b, b+1, ..., b-1, and only once:
+ * after p-1 rounds rank r holds block r+1 complete. Allgather round k: rank r sends block
+ * r+1-k and receives block r-k. Every rank ends with bitwise identical results because
+ * each block is reduced on one rank and only copied from there. Out of place the first
+ * reduction of a block reads the send buffer and writes the receive buffer, so no copies
+ * are needed; in place it reads and writes the receive buffer. (Here over the ring g, on
+ * the range [base, base + len): the whole communicator and vector, or hier.c's phase
+ * between hosts.)
+ *
+ * Cost: 2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma (times c chunks on alpha). */
 collie_result_t au_ring_allreduce(collie_sched_t *s, const collie_coll_args_t *a, const au_ring_t *g, uint64_t base,
                                   uint64_t len, collie_buf_t in, uint32_t after, au_deps_t *writes) {
   const int n = g->n, right = g->rank[(g->me + 1) % n], left = g->rank[(g->me + n - 1) % n];
@@ -113,6 +115,7 @@ collie_result_t au_ring_allreduce(collie_sched_t *s, const collie_coll_args_t *a
   return COLLIE_SUCCESS;
 }
 
+/* The ring of all ranks over the whole vector. */
 COLLIE_ALGO_DECL(collie_ring_allreduce) {
   if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
   const int n = args->nranks;
