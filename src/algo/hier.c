@@ -51,8 +51,9 @@ static void ring_rs(collie_sched_t *s, const collie_coll_args_t *a, const au_rin
       rs_send[(size_t)k * maxch + j] = collie_sched_send(s, right, au_at(sbuf, soff + j * ce, es),
                                                          au_chunk_len(slen, ce, j) * es, COLLIE_DEP1(prev[j]));
     for (uint64_t j = 0; j * ce < rlen; j++)
-      prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es), au_at(COLLIE_BUF_RECV, roff + j * ce, es),
-                                         au_chunk_len(rlen, ce, j) * es, COLLIE_NODEPS);
+      prev[j] = collie_sched_recv_reduce(s, left, au_at(in, roff + j * ce, es),
+                                         au_at(COLLIE_BUF_RECV, roff + j * ce, es), au_chunk_len(rlen, ce, j) * es,
+                                         COLLIE_NODEPS);
   }
 }
 

@@ -28,15 +28,13 @@
 /* Algorithms that must build schedules: declining every case is a failure for them
  * (the others may still be stubs): every registered algorithm. */
 static const char *const expected[] = {
-    "allreduce ring",       "allreduce tree",         "allreduce mesh",       "allreduce rd",
-    "allreduce hd",         "allreduce hier",         "allgather ring",         "allgather rd",         "allgather bruck",
-    "allgather mesh",       "allgatherv ring",        "allgatherv rd",        "allgatherv bruck",
-    "allgatherv mesh",      "reduce_scatter ring",    "reduce_scatter hd",    "reduce_scatter mesh",
-    "reduce_scatterv ring", "reduce_scatterv hd",     "reduce_scatterv mesh", "broadcast binomial",
-    "broadcast chain",      "broadcast scatter_allgather", "reduce binomial", "reduce chain",
-    "reduce rs_gather",     "alltoall pairwise",      "alltoall bruck",       "alltoall mesh",
-    "alltoallv pairwise",   "alltoallv mesh",         "alltoallv bruck",         "scatter binomial",     "scatter linear",
-    "gather binomial",      "gather linear",          "barrier dissemination", NULL};
+    "allreduce ring", "allreduce tree", "allreduce mesh", "allreduce rd", "allreduce hd", "allreduce hier",
+    "allgather ring", "allgather rd", "allgather bruck", "allgather mesh", "allgatherv ring", "allgatherv rd",
+    "allgatherv bruck", "allgatherv mesh", "reduce_scatter ring", "reduce_scatter hd", "reduce_scatter mesh",
+    "reduce_scatterv ring", "reduce_scatterv hd", "reduce_scatterv mesh", "broadcast binomial", "broadcast chain",
+    "broadcast scatter_allgather", "reduce binomial", "reduce chain", "reduce rs_gather", "alltoall pairwise",
+    "alltoall bruck", "alltoall mesh", "alltoallv pairwise", "alltoallv mesh", "alltoallv bruck", "scatter binomial",
+    "scatter linear", "gather binomial", "gather linear", "barrier dissemination", NULL};
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
@@ -242,6 +240,7 @@ static int seed_groups(int s, int n, int *g) {
 /* Runs one case with seeds first .. first+nseeds-1; stops at the first decline or failure. */
 static void run_case(job_t *j, sv_case_t *c, int first, int nseeds, const opts_t *o, const char *pattern) {
   stats_t *st = &j->st;
+  int groups[1024]; /* c->group_of while the case runs */
   if (sv_case_elems(c) > ELEM_BUDGET) {
     st->skipped++;
     return;
@@ -252,7 +251,6 @@ static void run_case(job_t *j, sv_case_t *c, int first, int nseeds, const opts_t
     sv_report_t rep;
     c->seed = (uint64_t)s;
     seed_params(s, c->coll, c->nranks, count, &c->elem_size, &c->chunk_bytes);
-    int groups[1024];
     c->ngroups = c->nranks <= 1024 ? seed_groups(s, c->nranks, groups) : 0;
     c->group_of = c->ngroups ? groups : NULL;
     sv_status_t r = sv_run(c, &rep);
