@@ -40,6 +40,16 @@ void collie_others_note(collie_comm_t *comm) {
     if (others.comm[i] == comm) return;
   for (int i = others.n - 1; i >= 0 && others.n == OTHERS_MAX; i--)
     if (atomic_load(&others.comm[i]->destroyed)) drop(i);
+  /* Then those with nothing in flight: a post notes them again. (Kept until destroyed,
+   * eight long-lived communicators shut every later one out, and its waits ran into
+   * COLLIE_EXEC_TIMEOUT again.) */
+  for (int i = others.n - 1; i >= 0 && others.n == OTHERS_MAX; i--) {
+    collie_comm_t *c = others.comm[i];
+    if (!collie_lock_try(&c->lock)) continue;
+    const bool idle = c->ops == NULL;
+    collie_unlock(&c->lock);
+    if (idle) drop(i);
+  }
   if (others.n == OTHERS_MAX) return;
   pthread_once(&others_once, others_key_make);
   /* without the key nothing would release the references at thread exit: no list then */

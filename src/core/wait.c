@@ -330,8 +330,18 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
 collie_result_t collie_comm_synchronize(collie_comm_t *comm) {
   collie_result_t res = collie_comm_check(comm, "collie_comm_synchronize");
   if (res) return res;
+  /* A reference for the wait, as a request holds one: another thread's collie_comm_abort
+   * drops the handle's, and the last one unmaps the segments this wait sleeps on (it read
+   * a NULL segment state after the sleep). Taken under the lock, with the failure checked:
+   * an abort fails the communicator before its teardown and release. */
+  collie_lock(&comm->lock);
+  int f = atomic_load(&comm->failed);
+  if (!f) collie_comm_retain(comm);
+  collie_unlock(&comm->lock);
+  if (f) return collie_error(comm, (collie_result_t)f, "%s", comm->fail_msg);
   res = collie_comm_synchronize_internal(comm);
   if (res) collie_error(comm, res, "%s", comm->fail_msg);
+  collie_comm_release(comm);
   return res;
 }
 

@@ -37,11 +37,22 @@ set_tests_properties(fault_zero_count_4 PROPERTIES TIMEOUT 60 LABELS fault
 add_test(NAME fault_cross_wait_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait)
 set_tests_properties(fault_cross_wait_tcp PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
+# The same after 8 other communicators were used: the list of communicators a wait moves
+# kept them while idle, and shut these two out.
+add_test(NAME fault_cross_wait_busy_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait-busy)
+set_tests_properties(fault_cross_wait_busy_tcp PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
 # The same with loops of collie_test, as programs that poll wait: a test moved only its own
 # communicator, and both ranks spun until COLLIE_EXEC_TIMEOUT.
 add_test(NAME fault_cross_test_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-test)
 set_tests_properties(fault_cross_test_tcp PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=20;COLLIE_TRANSPORT=tcp")
+# A thread in collie_comm_synchronize while another aborts the communicator and waits for
+# its last request: the synchronize held no reference, and the last release unmapped the
+# segments it slept on (a NULL segment state after the sleep). One CPU (taskset) makes the
+# sleeper lose the race every time.
+add_test(NAME fault_sync_abort_2 COMMAND taskset -c 0 $<TARGET_FILE:collie-run> -n 2 --timeout 100 ${FAULT_BIN} sync-abort)
+set_tests_properties(fault_sync_abort_2 PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_EXEC_TIMEOUT=20")
 # Communicators destroyed with a request nobody waited for: their segments (about 1 MB
 # each) stayed mapped for good, since the request held the communicator.
 add_test(NAME fault_unwaited_destroy_3 COMMAND $<TARGET_FILE:collie-run> -n 3 --timeout 100 ${FAULT_BIN} unwaited-destroy)

@@ -35,6 +35,11 @@
  *                                       must complete, with the right sums, within 5 s
  *   fault_rank cross-test               the same, each rank looping on collie_test instead of
  *                                       waiting
+ *   fault_rank cross-wait-busy          cross-wait after 8 other communicators were used
+ *   fault_rank sync-abort               20 times: a thread synchronizes a communicator that
+ *                                       another aborts and then drops (the wait of its
+ *                                       request): the synchronize must return an
+ *                                       error, not read unmapped segments
  *   fault_rank unwaited-destroy         40 communicators, each destroyed with an all-reduce
  *                                       nobody waited for: their shared segments must be
  *                                       unmapped at once, and the late waits succeed
@@ -288,19 +293,32 @@ static collie_result_t wait_or_test(collie_request_t *q, bool by_test) {
   return r;
 }
 
-static int cross_wait(bool by_test) {
-  collie_comm_t *world, *split = NULL;
+static int cross_wait(bool by_test, int fillers) {
+  collie_comm_t *world, *split = NULL, *filler[8];
   int rank, n;
   if (init_rank(&world, &rank)) return 1;
   collie_comm_size(world, &n);
+  /* Communicators used before, idle now: they must not shut the two below out of this
+   * thread's list of communicators to move (progress_others.c, 8 places). */
+  for (int i = 0; i < fillers; i++) {
+    collie_request_t *q;
+    collie_result_t r = collie_comm_split(world, 0, rank, &filler[i]);
+    if (!r) r = collie_ibarrier(filler[i], &q);
+    if (!r) r = collie_wait(q);
+    if (r) return fail("filler", r, world);
+  }
   collie_result_t r = collie_comm_split(world, 0, rank, &split);
   if (r) return fail("split", r, world);
+  /* After the fillers, both pending operations go on new communicators: the world was in
+   * the list before them (collie_comm_split posts on it). */
+  collie_comm_t *first = world;
+  if (fillers && (r = collie_comm_split(world, 0, rank, &first))) return fail("split", r, world);
   enum { COUNT = 1000 };
   static float a[COUNT], b[COUNT], ra[COUNT], rb[COUNT];
   for (int i = 0; i < COUNT; i++) a[i] = 1, b[i] = 2;
   collie_request_t *qa, *qb;
   double t0 = now_s();
-  if ((r = collie_iallreduce(a, ra, COUNT, COLLIE_FLOAT32, COLLIE_SUM, world, &qa)) ||
+  if ((r = collie_iallreduce(a, ra, COUNT, COLLIE_FLOAT32, COLLIE_SUM, first, &qa)) ||
       (r = collie_iallreduce(b, rb, COUNT, COLLIE_FLOAT32, COLLIE_SUM, split, &qb)))
     return fail("iallreduce", r, world);
   collie_result_t r1 = wait_or_test(rank == 0 ? qb : qa, by_test), r2 = wait_or_test(rank == 0 ? qa : qb, by_test);
@@ -310,8 +328,62 @@ static int cross_wait(bool by_test) {
   printf("rank %d: waits returned %s and %s after %.2f s, %d wrong sums\n", rank, collie_get_error_string(r1),
          collie_get_error_string(r2), dt, wrong);
   collie_comm_destroy(split);
+  if (first != world) collie_comm_destroy(first);
+  for (int i = 0; i < fillers; i++) collie_comm_destroy(filler[i]);
   collie_comm_destroy(world);
   return r1 || r2 || wrong || dt > 5;
+}
+
+/* sync-abort: a thread inside collie_comm_synchronize while another aborts the
+ * communicator and then drops its last reference (the wait of its only request). */
+static collie_comm_t *sync_comm;
+static collie_result_t sync_result;
+static void *synchronizer(void *unused) {
+  (void)unused;
+  sync_result = collie_comm_synchronize(sync_comm);
+  return NULL;
+}
+
+static int sync_abort(void) {
+  collie_comm_t *world, *busy[8];
+  int rank, n, bad = 0;
+  if (init_rank(&world, &rank)) return 1;
+  collie_comm_size(world, &n);
+  const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+  /* Eight communicators with a receive pending until the end fill this thread's list of
+   * communicators to move (progress_others.c): it holds no reference to the aborted one. */
+  int32_t got[8], one = 1;
+  collie_request_t *pending[8];
+  for (int i = 0; i < 8; i++) {
+    collie_result_t r = collie_comm_split(world, 0, rank, &busy[i]);
+    if (!r) r = collie_irecv(&got[i], 1, COLLIE_INT32, right, busy[i], &pending[i]);
+    if (r) return fail("split or irecv", r, world);
+  }
+  for (int it = 0; it < 20; it++) {
+    collie_request_t *q;
+    int32_t never;
+    collie_result_t r = collie_comm_split(world, 0, rank, &sync_comm);
+    if (!r) r = collie_irecv(&never, 1, COLLIE_INT32, right, sync_comm, &q); /* nobody sends it */
+    if (r) return fail("split or irecv", r, world);
+    pthread_t t;
+    if (pthread_create(&t, NULL, synchronizer, NULL)) return 1;
+    usleep(20000); /* the thread sleeps in its wait by now */
+    collie_comm_abort(sync_comm);
+    /* ABORTED, or REMOTE where the other rank's abort arrived first */
+    bad += collie_wait(q) == COLLIE_SUCCESS;
+    pthread_join(t, NULL);
+    bad += sync_result == COLLIE_SUCCESS;
+    if ((r = collie_barrier(world))) return fail("barrier", r, world);
+  }
+  for (int i = 0; i < 8; i++) {
+    collie_result_t r = collie_send(&one, 1, COLLIE_INT32, left, busy[i]);
+    if (!r) r = collie_wait(pending[i]);
+    if (!r) r = collie_comm_destroy(busy[i]);
+    if (r) return fail("send, wait or destroy", r, world);
+  }
+  printf("rank %d: 20 aborts while another thread synchronized: %d unexpected results\n", rank, bad);
+  collie_comm_destroy(world);
+  return bad != 0;
 }
 
 /* Mappings of shared segments in this process (/proc/self/maps lines naming collie). */
@@ -1033,9 +1105,11 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "slow-destroy")) return slow_destroy();
   if (argc == 3 && !strcmp(argv[1], "dead-in-destroy")) return dead_in_destroy(atoi(argv[2]));
   if (argc == 2 && !strcmp(argv[1], "split")) return split_fails();
-  if (argc == 2 && !strcmp(argv[1], "cross-wait")) return cross_wait(false);
-  if (argc == 2 && !strcmp(argv[1], "cross-test")) return cross_wait(true);
+  if (argc == 2 && !strcmp(argv[1], "cross-wait")) return cross_wait(false, 0);
+  if (argc == 2 && !strcmp(argv[1], "cross-test")) return cross_wait(true, 0);
+  if (argc == 2 && !strcmp(argv[1], "cross-wait-busy")) return cross_wait(false, 8);
   if (argc == 2 && !strcmp(argv[1], "unwaited-destroy")) return unwaited_destroy();
+  if (argc == 2 && !strcmp(argv[1], "sync-abort")) return sync_abort();
   if (argc == 2 && !strcmp(argv[1], "unmatched-send")) return unmatched_send();
   if (argc == 2 && !strcmp(argv[1], "zero-count")) return zero_count();
   if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
@@ -1048,6 +1122,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | unwaited-destroy | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
   return 2;
 }
