@@ -96,13 +96,11 @@ struct collie_comm {
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */
   uint64_t stream_bytes;       /* COLLIE_STREAM_BYTES (0: never stream) */
-  int64_t idle_since_ns, idle_ns; /* the current waiter's idle time (one waiter at a time) */
   /* With more ranks than cores: the rank a shared-memory collective waited for in the last
    * progress pass (its local index too: those need every rank local); -1: none. A hint for
    * the waiter (wait.c), written under lock by whichever thread ran the pass: hence atomic,
    * relaxed. Not kept up otherwise, since nothing reads it then. */
   _Atomic int wait_peer;
-  int polls_left;              /* oversubscribed: polls left before the next yield (wait.c) */
 
   struct collie_shm_state *shm;
   struct collie_tcp_state *tcp;

@@ -24,10 +24,20 @@ size_t collie_auto_chunk_bytes(bool tcp);
 
 /* Waits for every issued operation; returns the communicator's failure, if any. */
 collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm);
-/* One step of the spin / yield / sleep policy for a waiter whose flag is `done`. Yields
- * and sleeps read the shared segments: with `counted` (not yet set), the waiter first
- * counts itself in comm->waiters (and sets it; the caller uncounts when its wait ends),
- * then returns if done meanwhile (comm_destroy.c). */
-void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done, bool *counted);
+/* A waiter's place in the spin / yield / sleep policy: its own, since several threads may
+ * wait on one communicator at once. Zeroed at the start of a wait; `rounds` back to 0 when
+ * something moved. */
+typedef struct {
+  int rounds;             /* idle rounds in a row */
+  int polls_left;         /* oversubscribed: polls before the next yield */
+  int64_t since_ns, ns;   /* when the idle time began, and how long it is (every 64 rounds) */
+  bool counted;           /* in comm->waiters; the waiter uncounts when its wait ends */
+  bool may_count;         /* false: counted for the whole wait, or never (comm_destroy.c) */
+} collie_waiter_t;
+
+/* One step of the policy for waiter w, whose flag is `done`. Yields and sleeps read the
+ * shared segments: a waiter that may count first counts itself in comm->waiters, then
+ * returns if done meanwhile (comm_destroy.c). */
+void collie_idle(collie_comm_t *comm, collie_waiter_t *w, _Atomic int *done);
 
 #endif

@@ -127,50 +127,50 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
  * yields or sleeps. Not with a progress thread: that thread yields for the rank, and the
  * waiter (which runs no progress) does not know what it waits for. */
 enum { COLLIE_OS_POLLS = 16 };
-static void yield_once(collie_comm_t *comm) {
+static void yield_once(collie_comm_t *comm, collie_waiter_t *w) {
   if (comm->shm && comm->oversubscribed && !comm->has_progress_thread) {
     const int peer = atomic_load_explicit(&comm->wait_peer, memory_order_relaxed);
-    if (peer >= 0 && comm->polls_left > 0 && collie_shm_peer_on_cpu(comm, peer)) {
-      comm->polls_left--;
+    if (peer >= 0 && w->polls_left > 0 && collie_shm_peer_on_cpu(comm, peer)) {
+      w->polls_left--;
       collie_cpu_relax();
       return;
     }
-    comm->polls_left = COLLIE_OS_POLLS;
+    w->polls_left = COLLIE_OS_POLLS;
     collie_shm_yield(comm);
     return;
   }
   sched_yield();
 }
 
-/* *idle counts idle rounds; the phases are measured in time (COLLIE_SPIN and COLLIE_YIELD are
- * microseconds), because what matters is how long a peer usually takes to answer, not how
- * fast this CPU polls. The clock starts at round 16 and is read every 64 rounds after,
- * so rounds 1 to 63 count as time 0 (polls, or yields with more ranks than cores), and
- * each phase lasts at least that long: most waits end there, and a clock read cost a
- * tenth of a small collective (and 1% of a 4-rank one on 2 cores, where every operation
- * waits). */
+/* w->rounds counts idle rounds; the phases are measured in time (COLLIE_SPIN and
+ * COLLIE_YIELD are microseconds), because what matters is how long a peer usually takes to
+ * answer, not how fast this CPU polls. The clock starts at round 16 and is read every 64
+ * rounds after, so rounds 1 to 63 count as time 0 (polls, or yields with more ranks than
+ * cores), and each phase lasts at least that long: most waits end there, and a clock read
+ * cost a tenth of a small collective (and 1% of a 4-rank one on 2 cores, where every
+ * operation waits). */
 enum { COLLIE_FIRST_TIMED = 16 };
-void collie_idle(collie_comm_t *comm, int *idle, _Atomic int *done, bool *counted) {
-  int n = ++*idle;
+void collie_idle(collie_comm_t *comm, collie_waiter_t *w, _Atomic int *done) {
+  int n = ++w->rounds;
   int64_t us = 0;
-  if (n == 1) comm->polls_left = COLLIE_OS_POLLS;
+  if (n == 1) w->polls_left = COLLIE_OS_POLLS;
   if (n == COLLIE_FIRST_TIMED) {
-    comm->idle_since_ns = collie_now_ns();
-    comm->idle_ns = 0;
+    w->since_ns = collie_now_ns();
+    w->ns = 0;
   } else if (n > COLLIE_FIRST_TIMED && (n & 63) == 0) {
-    comm->idle_ns = collie_now_ns() - comm->idle_since_ns;
+    w->ns = collie_now_ns() - w->since_ns;
   }
-  if (n >= COLLIE_FIRST_TIMED) us = comm->idle_ns / 1000;
+  if (n >= COLLIE_FIRST_TIMED) us = w->ns / 1000;
   if (us < comm->spin) {
     collie_cpu_relax();
     return;
   }
-  if (counted && !*counted) {
+  if (w->may_count && !w->counted) {
     atomic_fetch_add(&comm->waiters, 1);
-    *counted = true;
+    w->counted = true;
     if (atomic_load(done)) return;
   }
-  if (us < (int64_t)comm->spin + comm->yield) yield_once(comm);
+  if (us < (int64_t)comm->spin + comm->yield) yield_once(comm, w);
   else sleep_once(comm, done);
 }
 
@@ -242,24 +242,23 @@ static collie_result_t check_request(const collie_request_t *req, const char *fn
 
 collie_result_t collie_request_wait(collie_request_t *req) {
   collie_comm_t *comm = req->comm;
-  int idle = 0;
+  collie_waiter_t w = {.may_count = true}; /* counted from its first yield or sleep on */
   unsigned rounds = 0;
-  bool counted = false; /* in comm->waiters, from the first yield or sleep on (collie_idle) */
   while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     if (comm->has_progress_thread) {
-      collie_idle(comm, &idle, &req->done, &counted);
+      collie_idle(comm, &w, &req->done);
       continue;
     }
     if (progress_once(comm, false)) {
-      idle = 0;
+      w.rounds = 0;
     } else if (!atomic_load_explicit(&req->done, memory_order_acquire)) {
-      collie_idle(comm, &idle, &req->done, &counted);
+      collie_idle(comm, &w, &req->done);
     }
     /* This thread's other communicators, every 16th pass, busy or idle: a peer may need
      * them to move before it can serve this one. */
     if ((++rounds & 15) == 0) collie_others_progress(comm);
   }
-  if (counted) atomic_fetch_sub(&comm->waiters, 1);
+  if (w.counted) atomic_fetch_sub(&comm->waiters, 1);
   /* One completion per request: two threads waiting for (or testing) it at once both got
    * here, and each released it and its communicator. (A blocking call's request is its
    * own: no atomic operation for it.) */
@@ -308,9 +307,8 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
 
 /* Waits until every operation issued so far on comm has completed. */
 collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
-  int idle = 0;
+  collie_waiter_t w = {0}; /* counted for the whole wait: its look at the operations is no flag */
   _Atomic int never = 0;
-  bool counted = true; /* from the start: its look at the operations is not a flag of done */
   atomic_fetch_add(&comm->waiters, 1);
   for (;;) {
     collie_lock(&comm->lock);
@@ -319,8 +317,8 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
     bool empty = comm->ops == NULL;
     collie_unlock(&comm->lock);
     if (empty) break;
-    if (moved) idle = 0;
-    else collie_idle(comm, &idle, &never, &counted);
+    if (moved) w.rounds = 0;
+    else collie_idle(comm, &w, &never);
   }
   atomic_fetch_sub(&comm->waiters, 1);
   int f = atomic_load(&comm->failed);
