@@ -17,6 +17,7 @@ COLLIE_ALGO_DECL(collie_rd_allgather);
 COLLIE_ALGO_DECL(collie_hd_reduce_scatter);
 /* hier.c: inside each host, then between hosts */
 COLLIE_ALGO_DECL(collie_hier_allreduce);
+COLLIE_ALGO_DECL(collie_hier_broadcast);
 /* bruck.c */
 COLLIE_ALGO_DECL(collie_bruck_allgather);
 COLLIE_ALGO_DECL(collie_bruck_alltoall);

@@ -1,5 +1,5 @@
-/* Hierarchical allreduce: inside a host first, then between hosts (what NCCL and Open MPI
- * do across nodes). A group is the ranks that reach each other through shared memory
+/* Hierarchical allreduce and broadcast (at the end): inside a host first, then between
+ * hosts (what NCCL and Open MPI do across nodes). A group is the ranks that reach each other through shared memory
  * (args->group_of): h groups of L ranks each.
  *
  *  1. The group reduce-scatters the vector on L blocks (a ring, ring.c's conventions):
@@ -78,41 +78,49 @@ static void ring_ag(collie_sched_t *s, const collie_coll_args_t *a, const au_rin
   }
 }
 
-/* The two rings of this rank: its group (local), and the ranks of its local index in
- * every group (cross), in group order; their members go into buf (3 p ints). false when
- * the groups are not h >= 2 of L >= 2. */
-static bool find_rings(const collie_coll_args_t *a, au_ring_t *local, au_ring_t *cross, int *buf) {
+/* The two rings of this rank: its group (local), and the ranks of one local index in
+ * every group (cross: the index of rank `of`, or this rank's when of < 0), in group order,
+ * cross->me being this rank's group. Returns the members' memory, which the caller frees;
+ * NULL with *res set when the groups are not h >= 2 of L >= 2 (COLLIE_ERR_INVALID_ARGUMENT)
+ * or memory is short. */
+static int *find_rings(const collie_coll_args_t *a, int of, au_ring_t *local, au_ring_t *cross, collie_result_t *res) {
   const int p = a->nranks, h = a->ngroups;
-  if (!a->group_of || h < 2 || p % h || p / h < 2) return false;
+  *res = COLLIE_ERR_INVALID_ARGUMENT;
+  if (!a->group_of || h < 2 || p % h || p / h < 2) return NULL;
   const int L = p / h;
+  int *buf = malloc(sizeof(int) * (3 * (size_t)p + 1));
+  if (!buf) {
+    *res = COLLIE_ERR_INTERNAL;
+    return NULL;
+  }
   int *pos = buf + p, *seen = buf + 2 * p; /* index within its group; members seen per group */
   for (int g = 0; g < h; g++) seen[g] = 0;
   for (int r = 0; r < p; r++) {
     const int g = a->group_of[r];
-    if (g < 0 || g >= h || seen[g] == L) return false;
+    if (g < 0 || g >= h || seen[g] == L) {
+      free(buf);
+      return NULL;
+    }
     pos[r] = seen[g]++;
   }
-  const int me = pos[a->rank], mine = a->group_of[a->rank];
+  const int me = pos[a->rank], mine = a->group_of[a->rank], idx = of < 0 ? me : pos[of];
   int *lr = buf, *cr = buf + L;
   for (int r = 0; r < p; r++) {
     if (a->group_of[r] == mine) lr[pos[r]] = r;
-    if (pos[r] == me) cr[a->group_of[r]] = r;
+    if (pos[r] == idx) cr[a->group_of[r]] = r;
   }
   *local = (au_ring_t){L, me, lr};
   *cross = (au_ring_t){h, mine, cr};
-  return true;
+  *res = COLLIE_SUCCESS;
+  return buf;
 }
 
 COLLIE_ALGO_DECL(collie_hier_allreduce) {
   if (!au_valid(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int p = args->nranks;
-  int *buf = malloc(sizeof(int) * (3 * (size_t)p + 1));
-  if (!buf) return COLLIE_ERR_INTERNAL;
   au_ring_t local, cross;
-  if (!find_rings(args, &local, &cross, buf)) {
-    free(buf);
-    return COLLIE_ERR_INVALID_ARGUMENT;
-  }
+  collie_result_t res;
+  int *buf = find_rings(args, -1, &local, &cross, &res);
+  if (!buf) return res;
   const uint64_t count = args->count, ce = au_chunk_elems(args);
   if (count == 0) {
     free(buf);
@@ -125,7 +133,7 @@ COLLIE_ALGO_DECL(collie_hier_allreduce) {
   uint32_t *rs1 = malloc(sizeof(uint32_t) * ((size_t)(L - 1) * max1 + 1));
   uint32_t *prev = malloc(sizeof(uint32_t) * (max1 + 1));
   au_deps_t done = {0};
-  collie_result_t res = COLLIE_ERR_INTERNAL;
+  res = COLLIE_ERR_INTERNAL;
   if (!rs1 || !prev) goto out;
 
   /* 1: reduce-scatter in the group; block B's last receives are what phase 2 reads. */
@@ -148,4 +156,54 @@ out:
   free(prev);
   free(buf);
   return res;
+}
+
+/* A binomial broadcast of len bytes over ring g from its member `from`: this rank receives
+ * into the receive buffer from its parent (after `after`) unless it is `from`, whose data
+ * is at src, then sends to its children. Returns the step after which this rank holds the
+ * data (its receive, or `after` at `from`). */
+static uint32_t ring_binomial(collie_sched_t *s, const au_ring_t *g, int from, collie_bufref_t src, uint64_t len,
+                              uint32_t after) {
+  const int v = au_mod(g->me - from, g->n);
+  const collie_bufref_t recv = collie_ref(COLLIE_BUF_RECV, 0);
+  uint32_t got = after;
+  if (v != 0) {
+    got = collie_sched_recv(s, g->rank[(au_binomial_parent(v) + from) % g->n], recv, len, COLLIE_DEP1(after));
+    src = recv;
+  }
+  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, g->n, kids);
+  for (int i = 0; i < nk; i++) collie_sched_send(s, g->rank[(kids[i] + from) % g->n], src, len, COLLIE_DEP1(got));
+  return got;
+}
+
+/* Hierarchical broadcast: a binomial tree between hosts among the ranks of the root's
+ * local index (one per host), then a binomial tree inside every host from that rank.
+ * A byte crosses between hosts once per host (ceil(log2 h) rounds), against ceil(log2 p)
+ * rounds of a flat binomial tree, whose hops may all cross.
+ *
+ * Cost: ceil(log2 h) (alpha_tcp + n beta_tcp) + ceil(log2 L) (alpha_shm + n beta_shm). */
+COLLIE_ALGO_DECL(collie_hier_broadcast) {
+  if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
+  au_ring_t local, cross; /* cross: the ranks of the root's local index */
+  collie_result_t res;
+  int *buf = find_rings(args, args->root, &local, &cross, &res);
+  if (!buf) return res;
+  /* the root's local index: find_rings leaves every rank's after the members (pos) */
+  const int root_idx = buf[args->nranks + args->root], root_group = args->group_of[args->root];
+  const uint64_t len = (uint64_t)args->count * args->elem_size;
+  if (len) {
+    const bool root = args->rank == args->root;
+    const collie_bufref_t recv = collie_ref(COLLIE_BUF_RECV, 0);
+    /* The root forwards from its source, not after its own copy. */
+    collie_bufref_t src = root && !args->in_place ? collie_ref(COLLIE_BUF_SEND, 0) : recv;
+    if (root && !args->in_place) collie_sched_copy(s, src, recv, len, COLLIE_NODEPS);
+    uint32_t got = COLLIE_NO_STEP;
+    if (local.me == root_idx) { /* between hosts */
+      got = ring_binomial(s, &cross, root_group, src, len, COLLIE_NO_STEP);
+      if (!root) src = recv;
+    }
+    ring_binomial(s, &local, root_idx, src, len, got); /* inside this host */
+  }
+  free(buf);
+  return au_finish(s);
 }

@@ -28,6 +28,7 @@ const collie_algo_t collie_algos[] = {
     {COLLIE_COLL_BROADCAST, "binomial", collie_binomial_broadcast},
     {COLLIE_COLL_BROADCAST, "chain", collie_chain_broadcast},
     {COLLIE_COLL_BROADCAST, "scatter_allgather", collie_scatter_allgather_broadcast},
+    {COLLIE_COLL_BROADCAST, "hier", collie_hier_broadcast},
     {COLLIE_COLL_REDUCE, "binomial", collie_binomial_reduce},
     {COLLIE_COLL_REDUCE, "chain", collie_chain_reduce},
     {COLLIE_COLL_REDUCE, "rs_gather", collie_rs_gather_reduce},

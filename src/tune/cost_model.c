@@ -100,6 +100,8 @@ static const formula_t formulas[] = {
    "(p - 2 + k) (alpha + n/k beta), k = chunks"},
   {C(BROADCAST),      "scatter_allgather", PIPE_NONE,   0,   false, false, 0,  1,  1,    0,  0,  2,    0,  0,  0,    0,  0,    0,  0,  0,
    "(ceil(log2 p) + p - 1) alpha + 2 (p-1)/p n beta"},
+  {C(BROADCAST),      "hier",              PIPE_HIER,   0,   false, false, 0,  0,  0,    0,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
+   "ceil(log2 h) (alpha_tcp + n beta_tcp) + ceil(log2 L) (alpha_shm + n beta_shm); h hosts of L ranks"},
   {C(REDUCE),         "binomial",          PIPE_TREE,   0,   false, false, 0,  1,  0,    0,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
    "ceil(log2 p) alpha + per level n max(beta/2, gamma) (beta over TCP); levels with more busy ranks than cores share them"},
   {C(REDUCE),         "chain",             PIPE_STREAM, 1,   false, true,  -1, 0,  1,    1,  0,  0,    1,  0,  0,    0,  0,    0,  0,  0,
@@ -241,15 +243,22 @@ static double tree_levels_cost(const collie_tune_ctx_t *ctx, double n, double be
   return t;
 }
 
-/* HIER (hierarchical allreduce, algo/hier.c): h groups (hosts) of L ranks. Inside a host a
- * ring reduce-scatter and a ring allgather over shared memory; between hosts the L ranks
- * allreduce their blocks at once, sharing the host's link, which carries 2 (h-1)/h n bytes
- * in all. Reductions hide behind the pipelines as in the ring. Only where every host
- * holds L >= 2 ranks and there are 2 hosts or more. */
-static double hier_cost(const collie_tune_ctx_t *ctx, double n, double chunk, const double scale[3]) {
+/* HIER (algo/hier.c): h groups (hosts) of L ranks, only where every host holds L >= 2
+ * ranks and there are 2 hosts or more. The allreduce: inside a host a ring reduce-scatter
+ * and a ring allgather over shared memory; between hosts the L ranks allreduce their
+ * blocks at once, sharing the host's link, which carries 2 (h-1)/h n bytes in all.
+ * Reductions hide behind the pipelines as in the ring. The broadcast: binomial trees,
+ * between hosts and then inside each. */
+static double hier_cost(const collie_tune_ctx_t *ctx, collie_coll_t coll, double n, double chunk,
+                        const double scale[3]) {
   const collie_tune_table_t *t = ctx->table;
   const int h = ctx->groups, L = ctx->group_size;
   if (h < 2 || L < 2 || h * L != ctx->nranks) return -1;
+  if (coll == COLLIE_COLL_BROADCAST)
+    return ceil_log2(h) * (t->link[COLLIE_LINK_TCP].alpha_us * scale[0] +
+                           n * t->link[COLLIE_LINK_TCP].beta_us_per_byte * scale[1]) +
+           ceil_log2(L) * (t->link[COLLIE_LINK_SHM].alpha_us * scale[0] +
+                           n * t->link[COLLIE_LINK_SHM].beta_us_per_byte * scale[1]);
   const double c1 = fmax(1, ceil(n / L / chunk)), c2 = fmax(1, ceil(n / L / h / chunk));
   const double red = fmin(n * ((L - 1.0) / L + (h - 1.0) / h / L), 2 * chunk);
   const double alpha = 2 * (L - 1) * c1 * t->link[COLLIE_LINK_SHM].alpha_us +
@@ -273,7 +282,7 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
         scale[1] *= t->ov[i].beta_scale;
         scale[2] *= t->ov[i].gamma_scale;
       }
-    return hier_cost(ctx, (double)bytes, ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0, scale);
+    return hier_cost(ctx, coll, (double)bytes, ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0, scale);
   }
   const double n = (double)bytes;
   const double chunk = ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0;

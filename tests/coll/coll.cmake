@@ -65,15 +65,16 @@ endif()
 # interleaved ranks, so that every algorithm crosses both transports.
 add_coll_test(coll_mixed_hosts_5 300 "" ${COLL_RUN} -n 5 --timeout 280
               sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK % 2)) exec \"$0\" \"$@\"" ${COLL_CHECK})
-# The hierarchical allreduce (inside each host, then between hosts): two hosts of three
-# ranks, interleaved, with tiny chunks so that every phase pipelines; and two hosts of
-# two with the automatic choice, which takes it for the larger vectors (--big).
+# The hierarchical allreduce and broadcast (inside each host, then between hosts): two
+# hosts of three ranks, interleaved, with tiny chunks so that every phase pipelines; and
+# two hosts of two with the automatic choice, which takes them for the larger vectors
+# (--big).
 add_coll_test(coll_hier_hosts_6 300 "COLLIE_ALGO=hier;COLLIE_CHUNK_SIZE=1024" ${COLL_RUN} -n 6 --timeout 280
               sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK % 2)) exec \"$0\" \"$@\"" ${COLL_CHECK}
-              --coll allreduce,determinism,nonblocking)
+              --coll allreduce,broadcast,determinism,nonblocking)
 add_coll_test(coll_hier_auto_4 300 "" ${COLL_RUN} -n 4 --timeout 280
               sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK / 2)) exec \"$0\" \"$@\"" ${COLL_CHECK} --dtypes quick --big
-              --coll allreduce,determinism)
+              --coll allreduce,broadcast,determinism)
 # A rank alone on its host beside a host of several: creation once hung there (the lone
 # rank skipped a barrier the others made).
 add_coll_test(coll_lone_host_3 300 "COLLIE_CONNECT_TIMEOUT=10" ${COLL_RUN} -n 3 --timeout 280

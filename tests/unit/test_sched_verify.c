@@ -32,9 +32,9 @@ static const char *const expected[] = {
     "allgather ring", "allgather rd", "allgather bruck", "allgather mesh", "allgatherv ring", "allgatherv rd",
     "allgatherv bruck", "allgatherv mesh", "reduce_scatter ring", "reduce_scatter hd", "reduce_scatter mesh",
     "reduce_scatterv ring", "reduce_scatterv hd", "reduce_scatterv mesh", "broadcast binomial", "broadcast chain",
-    "broadcast scatter_allgather", "reduce binomial", "reduce chain", "reduce rs_gather", "alltoall pairwise",
-    "alltoall bruck", "alltoall mesh", "alltoallv pairwise", "alltoallv mesh", "alltoallv bruck", "scatter binomial",
-    "scatter linear", "gather binomial", "gather linear", "barrier dissemination", NULL};
+    "broadcast scatter_allgather", "broadcast hier", "reduce binomial", "reduce chain", "reduce rs_gather",
+    "alltoall pairwise", "alltoall bruck", "alltoall mesh", "alltoallv pairwise", "alltoallv mesh", "alltoallv bruck",
+    "scatter binomial", "scatter linear", "gather binomial", "gather linear", "barrier dissemination", NULL};
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
