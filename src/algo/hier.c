@@ -1,6 +1,6 @@
 /* Hierarchical allreduce and broadcast (at the end): inside a host first, then between
- * hosts (what NCCL and Open MPI do across nodes). A group is the ranks that reach each other through shared memory
- * (args->group_of): h groups of L ranks each.
+ * hosts (what NCCL and Open MPI do across nodes). A group is the ranks that reach each
+ * other through shared memory (args->group_of): h groups of L ranks each. The allreduce:
  *
  *  1. The group reduce-scatters the vector on L blocks (a ring, ring.c's conventions):
  *     local index i ends with block B = i+1 (mod L), reduced over its group.

@@ -34,22 +34,23 @@ static void drop(int i) {
   collie_comm_release(c);
 }
 
+/* Whether c has no operation in flight (when its lock is free: else it is busy). */
+static bool idle(collie_comm_t *c) {
+  if (!collie_lock_try(&c->lock)) return false;
+  const bool none = c->ops == NULL;
+  collie_unlock(&c->lock);
+  return none;
+}
+
 void collie_others_note(collie_comm_t *comm) {
   if (atomic_load(&comm->has_progress_thread)) return;
   for (int i = 0; i < others.n; i++)
     if (others.comm[i] == comm) return;
+  /* A full list makes room: a communicator destroyed, or with nothing in flight (a post
+   * notes it again). Kept until destroyed, eight long-lived communicators shut every later
+   * one out, and its waits ran into COLLIE_EXEC_TIMEOUT again. */
   for (int i = others.n - 1; i >= 0 && others.n == OTHERS_MAX; i--)
-    if (atomic_load(&others.comm[i]->destroyed)) drop(i);
-  /* Then those with nothing in flight: a post notes them again. (Kept until destroyed,
-   * eight long-lived communicators shut every later one out, and its waits ran into
-   * COLLIE_EXEC_TIMEOUT again.) */
-  for (int i = others.n - 1; i >= 0 && others.n == OTHERS_MAX; i--) {
-    collie_comm_t *c = others.comm[i];
-    if (!collie_lock_try(&c->lock)) continue;
-    const bool idle = c->ops == NULL;
-    collie_unlock(&c->lock);
-    if (idle) drop(i);
-  }
+    if (atomic_load(&others.comm[i]->destroyed) || idle(others.comm[i])) drop(i);
   if (others.n == OTHERS_MAX) return;
   pthread_once(&others_once, others_key_make);
   /* without the key nothing would release the references at thread exit: no list then */

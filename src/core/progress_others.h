@@ -10,7 +10,8 @@
 #include "core/comm.h"
 
 /* This thread posted an operation on comm that it may not wait for next (nonblocking, or
- * in a group). Takes a reference, kept until comm is destroyed (or the thread exits). */
+ * in a group). Takes a reference, kept until comm is destroyed, the thread exits, or a
+ * full list needs the place while comm has nothing in flight. */
 void collie_others_note(collie_comm_t *comm);
 /* From an idle wait on `waiting` (no lock held): one pass over this thread's other
  * communicators, each only if its lock is free at once. */

@@ -243,7 +243,7 @@ static collie_result_t check_request(const collie_request_t *req, const char *fn
 collie_result_t collie_request_wait(collie_request_t *req) {
   collie_comm_t *comm = req->comm;
   collie_waiter_t w = {.may_count = true}; /* counted from its first yield or sleep on */
-  unsigned rounds = 0;
+  unsigned passes = 0;
   while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
     if (comm->has_progress_thread) {
       collie_idle(comm, &w, &req->done);
@@ -256,7 +256,7 @@ collie_result_t collie_request_wait(collie_request_t *req) {
     }
     /* This thread's other communicators, every 16th pass, busy or idle: a peer may need
      * them to move before it can serve this one. */
-    if ((++rounds & 15) == 0) collie_others_progress(comm);
+    if ((++passes & 15) == 0) collie_others_progress(comm);
   }
   if (w.counted) atomic_fetch_sub(&comm->waiters, 1);
   /* One completion per request: two threads waiting for (or testing) it at once both got

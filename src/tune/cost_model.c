@@ -243,6 +243,17 @@ static double tree_levels_cost(const collie_tune_ctx_t *ctx, double n, double be
   return t;
 }
 
+/* The tuning file's corrections for (coll, algo): alpha, beta and gamma scales. */
+static void override_scales(const collie_tune_table_t *t, collie_coll_t coll, const char *algo, double scale[3]) {
+  scale[0] = scale[1] = scale[2] = 1;
+  for (int i = 0; i < t->noverrides; i++)
+    if (t->ov[i].coll == (int)coll && !strcmp(t->ov[i].algo, algo)) {
+      scale[0] *= t->ov[i].alpha_scale;
+      scale[1] *= t->ov[i].beta_scale;
+      scale[2] *= t->ov[i].gamma_scale;
+    }
+}
+
 /* HIER (algo/hier.c): h groups (hosts) of L ranks, only where every host holds L >= 2
  * ranks and there are 2 hosts or more. The allreduce: inside a host a ring reduce-scatter
  * and a ring allgather over shared memory; between hosts the L ranks allreduce their
@@ -274,16 +285,10 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
   const collie_tune_table_t *t = ctx->table;
   const int p = ctx->nranks;
   if (p <= 1) return 0;
-  if (f->pipe == PIPE_HIER) {
-    double scale[3] = {1, 1, 1}; /* the tuning file's alpha, beta and gamma scales, as a whole */
-    for (int i = 0; i < t->noverrides; i++)
-      if (t->ov[i].coll == (int)coll && !strcmp(t->ov[i].algo, algo)) {
-        scale[0] *= t->ov[i].alpha_scale;
-        scale[1] *= t->ov[i].beta_scale;
-        scale[2] *= t->ov[i].gamma_scale;
-      }
+  double scale[3];
+  override_scales(t, coll, algo, scale);
+  if (f->pipe == PIPE_HIER)
     return hier_cost(ctx, coll, (double)bytes, ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0, scale);
-  }
   const double n = (double)bytes;
   const double chunk = ctx->chunk_bytes ? (double)ctx->chunk_bytes : 65536.0;
   const int q = f->fold ? pow2_le(p) : p; /* the ranks the log and (p-1)/p terms see */
@@ -329,14 +334,8 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
   if (ctx->ranks_per_core > 1 && all_wait(f, n)) msgs *= p;
 
   const int link = ctx->link == COLLIE_LINK_TCP ? COLLIE_LINK_TCP : COLLIE_LINK_SHM;
-  double alpha = t->link[link].alpha_us, beta = t->link[link].beta_us_per_byte;
-  double gamma = t->gamma_us_per_byte, delta = t->delta_us_per_byte;
-  for (int i = 0; i < t->noverrides; i++)
-    if (t->ov[i].coll == (int)coll && !strcmp(t->ov[i].algo, algo)) {
-      alpha *= t->ov[i].alpha_scale;
-      beta *= t->ov[i].beta_scale;
-      gamma *= t->ov[i].gamma_scale;
-    }
+  double alpha = t->link[link].alpha_us * scale[0], beta = t->link[link].beta_us_per_byte * scale[1];
+  double gamma = t->gamma_us_per_byte * scale[2], delta = t->delta_us_per_byte;
   /* More ranks than cores: every message waits for a peer to be scheduled. */
   if (ctx->ranks_per_core > 1) alpha *= 1 + t->oversub_alpha_scale * (ctx->ranks_per_core - 1);
   if (f->pipe == PIPE_TREE) return msgs * alpha + tree_levels_cost(ctx, n, beta, gamma);
