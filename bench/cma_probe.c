@@ -16,11 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "probe_clock.h"
 
 int main(int argc, char **argv) {
   size_t n = (size_t)(argc > 1 ? atoi(argv[1]) : 64) << 20;
@@ -30,9 +26,9 @@ int main(int argc, char **argv) {
   memset(dst, 0, n);
   double best = 0;
   for (int rep = 0; rep < 5; rep++) {
-    double t0 = now();
+    double t0 = probe_now();
     memcpy(dst, src, n);
-    double r = (double)n / (now() - t0) / 1e9;
+    double r = (double)n / (probe_now() - t0) / 1e9;
     if (r > best) best = r;
   }
   printf("memcpy %zu bytes: %.2f GB/s\n", n, best);
@@ -46,9 +42,9 @@ int main(int argc, char **argv) {
     double cbest = 0;
     for (int rep = 0; rep < 5; rep++) {
       struct iovec local = {dst, n}, remote = {src, n};
-      double t0 = now();
+      double t0 = probe_now();
       ssize_t got = process_vm_readv(parent, &local, 1, &remote, 1, 0);
-      double dt = now() - t0;
+      double dt = probe_now() - t0;
       if (got != (ssize_t)n) {
         printf("process_vm_readv %zu bytes: not available here (%s)\n", n, got < 0 ? strerror(errno) : "short read");
         _exit(0);

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/copy.h"
+#include "probe_clock.h"
 
 enum { ITERS = 10 };
 
@@ -24,12 +25,6 @@ static size_t bytes;
 static int method; /* 0: memcpy, 1: streaming stores */
 static pthread_barrier_t start, stop;
 static double t_start[ITERS], t_end[2][ITERS];
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void *copier(void *arg) {
   const int me = (int)(long)arg;
@@ -43,10 +38,10 @@ static void *copier(void *arg) {
   memset(dst, 0, bytes);
   for (int it = 0; it < ITERS; it++) {
     pthread_barrier_wait(&start);
-    if (me == 0) t_start[it] = now();
+    if (me == 0) t_start[it] = probe_now();
     if (method) collie_copy_stream(dst, src, bytes);
     else memcpy(dst, src, bytes);
-    t_end[me][it] = now();
+    t_end[me][it] = probe_now();
     pthread_barrier_wait(&stop);
   }
   free(src);

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe_clock.h"
+
 enum { ITERS = 3000, WARMUP = 100 };
 
 static size_t block, chunk;
@@ -31,12 +33,6 @@ static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static void pin(int cpu) {
@@ -57,7 +53,7 @@ static void *rank_main(void *arg) {
   long staged = 0, drained = 0;
   double bt = 1e9;
   for (int it = 0; it < ITERS; it++) {
-    double t0 = now();
+    double t0 = probe_now();
     memcpy(recv + (size_t)me * block, send + (size_t)me * block, block);
     long s = 0, r = 0;
     while (s < per_op || r < per_op) {
@@ -75,7 +71,7 @@ static void *rank_main(void *arg) {
         relax();
       }
     }
-    double t = now() - t0;
+    double t = probe_now() - t0;
     if (it >= WARMUP && t < bt) bt = t;
   }
   best[me] = bt;
@@ -95,11 +91,11 @@ static double local_copies(void) {
   pin(0);
   double b = 1e9;
   for (int it = 0; it < WARMUP + ITERS; it++) {
-    double t0 = now();
+    double t0 = probe_now();
     memcpy(recv, send, block);
     memcpy(stage, send + block, block);
     memcpy(recv + block, stage, block);
-    double t = now() - t0;
+    double t = probe_now() - t0;
     if (it >= WARMUP && t < b) b = t;
   }
   free(send);

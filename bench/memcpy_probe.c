@@ -6,11 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#include "probe_clock.h"
 
 static void probe(size_t n) {
   char *a = malloc(n), *b = malloc(n);
@@ -25,9 +21,9 @@ static void probe(size_t n) {
   if (iters > 2000) iters = 2000;
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {
-    double t0 = now();
+    double t0 = probe_now();
     for (int i = 0; i < iters; i++) memcpy((i & 1) ? a : b, (i & 1) ? b : a, n);
-    double dt = (now() - t0) / iters;
+    double dt = (probe_now() - t0) / iters;
     if (dt < best) best = dt;
   }
   printf("memcpy %12zu bytes: %6.2f GB/s\n", n, (double)n / best / 1e9);

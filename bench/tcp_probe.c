@@ -15,15 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "probe_clock.h"
+
 #define CHUNK (4u << 20)
 
 static size_t total;
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void *sender(void *p) {
   int fd = *(int *)p;
@@ -74,7 +70,7 @@ static double run(int two_way) {
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  double t0 = now();
+  double t0 = probe_now();
   if (two_way) {
     pthread_t ts, tr;
     pthread_create(&ts, NULL, sender, &fd);
@@ -89,7 +85,7 @@ static double run(int two_way) {
   close(fd);
   if (child == 0) _exit(0);
   waitpid(child, NULL, 0);
-  return (double)total / (now() - t0) / 1e9;
+  return (double)total / (probe_now() - t0) / 1e9;
 }
 
 int main(int argc, char **argv) {

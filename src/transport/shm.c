@@ -454,7 +454,7 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       }
       uint64_t n = x->nbytes - x->done;
       if (n > st->slot_size) n = st->slot_size;
-      if (n) memcpy(slot + 1, x->sbuf + x->done, n);
+      if (n) collie_copy(slot + 1, x->sbuf + x->done, n, false);
       slot->len = n;
       x->done += n;
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);

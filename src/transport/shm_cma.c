@@ -24,11 +24,13 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/copy.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/params.h"
@@ -142,7 +144,7 @@ static int rw_fail(collie_comm_t *comm, int peer, pid_t pid, uint64_t len, bool 
 
 /* Moves len bytes between local and the address addr in process pid: reads them into local,
  * or with `write` writes them from local. 0, or the failing errno (-1: short). */
-static int rw_all(pid_t pid, char *local, uint64_t addr, size_t len, bool write) {
+static int rw_direct(pid_t pid, char *local, uint64_t addr, size_t len, bool write) {
   while (len) {
     struct iovec l = {local, len}, remote = {(void *)(uintptr_t)addr, len};
     ssize_t n = write ? process_vm_writev(pid, &l, 1, &remote, 1, 0) : process_vm_readv(pid, &l, 1, &remote, 1, 0);
@@ -154,6 +156,38 @@ static int rw_all(pid_t pid, char *local, uint64_t addr, size_t len, bool write)
     len -= (size_t)n;
   }
   return 0;
+}
+
+/* The kernel's copy meets the slow path memcpy does (core/copy.h): reading 512 KiB into a
+ * destination 8 bytes past the source modulo 4 KiB ran at 2.7 GB/s against 11 to 13 at
+ * other distances (AMD EPYC VM). Such a pair goes through a buffer at the remote address's
+ * offset in its page, a cache-sized piece at a time: the kernel copies at full speed, and
+ * collie_copy_vector, which has no slow path, moves the piece on while it is hot. */
+enum { CMA_ALIAS_PIECE = 64 << 10 };
+
+static int rw_bounced(pid_t pid, char *local, uint64_t addr, size_t len, bool write) {
+  char *mem = malloc(CMA_ALIAS_PIECE + 4096);
+  if (!mem) return ENOMEM;
+  char *b = mem + ((addr - (uint64_t)(uintptr_t)mem) & 4095);
+  int e = 0;
+  for (size_t off = 0; off < len && !e; off += CMA_ALIAS_PIECE) {
+    const size_t n = len - off < CMA_ALIAS_PIECE ? len - off : CMA_ALIAS_PIECE;
+    if (write) {
+      collie_copy_vector(b, local + off, n);
+      e = rw_direct(pid, b, addr + off, n, true);
+    } else if (!(e = rw_direct(pid, b, addr + off, n, false))) {
+      collie_copy_vector(local + off, b, n);
+    }
+  }
+  free(mem);
+  return e;
+}
+
+static int rw_all(pid_t pid, char *local, uint64_t addr, size_t len, bool write) {
+  const void *remote = (const void *)(uintptr_t)addr;
+  if (write ? collie_copy_aliases(remote, local, len) : collie_copy_aliases(local, remote, len))
+    return rw_bounced(pid, local, addr, len, write);
+  return rw_direct(pid, local, addr, len, write);
 }
 
 int collie_shm_cma_copy(collie_comm_t *comm, int peer, char *dst, const collie_shm_bufloc_t *loc, uint64_t off,

@@ -216,3 +216,16 @@ add_coll_test(coll_runahead_shm_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE
 # lines also hold every first round's key and fingerprint.
 add_coll_test(coll_runahead_shm_area_8m_2 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=8M" ${COLL_RUN} -n 2 --timeout 280
               $<TARGET_FILE:runahead_check> 3000 19)
+
+# Buffers whose page offsets differ by 1 to 63 bytes, where memcpy and process_vm_readv /
+# writev are slow and collie copies another way (page_offset_check.c): by CMA wherever it
+# applies (messages, and the shared-memory all-to-all, all-gather and broadcast), and
+# through the shared-memory rings and staging without it.
+add_executable(page_offset_check ${CMAKE_CURRENT_LIST_DIR}/page_offset_check.c)
+target_link_libraries(page_offset_check PRIVATE collie_static)
+add_coll_test(coll_page_offset_cma_2 200 "COLLIE_SHM_CMA=2" ${COLL_RUN} -n 2 --timeout 180
+              $<TARGET_FILE:page_offset_check>)
+add_coll_test(coll_page_offset_cma_shm_3 200 "COLLIE_SHM_CMA=2;COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 180
+              $<TARGET_FILE:page_offset_check>)
+add_coll_test(coll_page_offset_ring_3 200 "COLLIE_SHM_CMA=0;COLLIE_ALGO=ring" ${COLL_RUN} -n 3 --timeout 180
+              $<TARGET_FILE:page_offset_check>)

@@ -11,9 +11,9 @@ add_test(NAME unit_unique_id COMMAND test_core_unique_id)
 add_test(NAME unit_api_errors COMMAND test_core_api_errors)
 add_test(NAME unit_socket_helpers COMMAND test_core_socket)
 add_test(NAME shm_ring_boundaries COMMAND test_core_shm_ring)
-add_test(NAME unit_copy_stream COMMAND test_core_copy)
+add_test(NAME unit_copy COMMAND test_core_copy)
 add_test(NAME unit_usable_cpus COMMAND test_core_cpus)
-set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers unit_copy_stream unit_usable_cpus
+set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers unit_copy unit_usable_cpus
                      PROPERTIES TIMEOUT 30 LABELS unit ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # The same with a progress thread moving the transfers while the ranks wait.
 add_test(NAME shm_ring_boundaries_progress_thread COMMAND test_core_shm_ring)

@@ -189,6 +189,23 @@ static bool fills(const collie_op_t *op, int rank) {
 }
 
 
+/* Where this rank's own piece of the round goes in its receive buffer when the fill copies
+ * it there along with the staging copy, reading the send buffer once (staged all-gather,
+ * a staged broadcast's root, out of place); NULL where the drain copies it (inline rounds,
+ * whose bytes are few) or nothing needs to move (in place). */
+static char *own_piece_in_fill(const collie_comm_t *comm, const collie_op_t *op, size_t lo) {
+  if (op->nat_inline) return NULL;
+  const size_t e = op->nat_esz;
+  char *dst;
+  if (op->coll == COLLIE_COLL_ALLGATHER)
+    dst = op->bufs[COLLIE_BUF_RECV] + ((size_t)comm->rank * op->nat_count + lo) * e;
+  else if (op->coll == COLLIE_COLL_BROADCAST && comm->rank == op->root)
+    dst = op->bufs[COLLIE_BUF_RECV] + lo * e;
+  else
+    return NULL;
+  return dst == op->bufs[COLLIE_BUF_SEND] + lo * e ? NULL : dst;
+}
+
 static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   size_t lo, len;
@@ -202,19 +219,27 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
         /* Everyone's slices but this rank's own: it reduces that one from its send buffer. */
         size_t s0, sn;
         shm_slice(len, comm->nranks, comm->rank, &s0, &sn);
-        memcpy(mine, send + lo * e, s0 * e);
-        memcpy(mine + (s0 + sn) * e, send + (lo + s0 + sn) * e, (len - s0 - sn) * e);
+        collie_copy(mine, send + lo * e, s0 * e, false);
+        collie_copy(mine + (s0 + sn) * e, send + (lo + s0 + sn) * e, (len - s0 - sn) * e, false);
         break;
       }
       /* fall through */
     case COLLIE_COLL_BROADCAST:
-    case COLLIE_COLL_ALLGATHER: memcpy(mine, send + lo * e, len * e); break;
+    case COLLIE_COLL_ALLGATHER: {
+      char *own = own_piece_in_fill(comm, op, lo);
+      if (own)
+        collie_copy_twice(mine, own, send + lo * e, len * e, op->stream);
+      else
+        collie_copy(mine, send + lo * e, len * e, false);
+      break;
+    }
     case COLLIE_COLL_REDUCE_SCATTER:
     case COLLIE_COLL_ALLTOALL: {
       /* Every block but this rank's own, which it reads from its send buffer. */
       for (int j = 0; j < comm->nranks; j++)
         if (j != comm->rank)
-          memcpy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e);
+          collie_copy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e,
+                      false);
       break;
     }
     default: break;
@@ -268,17 +293,21 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       }
       break;
     case COLLIE_COLL_BROADCAST: {
+      if (own_piece_in_fill(comm, op, lo)) break; /* the root's piece, copied by the fill */
       const char *src = me == op->root ? send + lo * e : staged(comm, op, op->root, g);
       shm_put(op, recv + lo * e, src, len * e, me != op->root);
       break;
     }
-    case COLLIE_COLL_ALLGATHER:
+    case COLLIE_COLL_ALLGATHER: {
+      const bool own_filled = own_piece_in_fill(comm, op, lo) != NULL;
       for (int j = 0; j < n; j++) {
+        if (j == me && own_filled) continue;
         char *dst = recv + ((size_t)j * op->nat_count + lo) * e;
         const char *src = j == me ? send + lo * e : staged(comm, op, j, g);
         shm_put(op, dst, src, len * e, j != me);
       }
       break;
+    }
     case COLLIE_COLL_REDUCE_SCATTER: {
       const char *src[n];
       staged_operands(comm, op, g, (size_t)me * op->nat_piece * e, send + ((size_t)me * op->nat_count + lo) * e, src);
