@@ -54,10 +54,10 @@ void collie_copy_vector(void *dst, const void *src, size_t n) { memcpy(dst, src,
  * whole copies). */
 enum { COPY_TWICE_CHUNK = 16 << 10 };
 
-void collie_copy_twice(void *a, void *b, const void *src, size_t n, bool stream_b) {
+void collie_copy_twice(void *a, void *b, const void *src, size_t n, bool stream_a, bool stream_b) {
   for (size_t off = 0; off < n; off += COPY_TWICE_CHUNK) {
     const size_t m = n - off < COPY_TWICE_CHUNK ? n - off : COPY_TWICE_CHUNK;
-    collie_copy((char *)a + off, (const char *)src + off, m, false);
+    collie_copy((char *)a + off, (const char *)src + off, m, stream_a);
     collie_copy((char *)b + off, (const char *)src + off, m, stream_b);
   }
 }

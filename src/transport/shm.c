@@ -53,6 +53,7 @@ typedef struct {
   uint64_t in_tail, in_head_seen;
   uint64_t acks_wanted; /* single-copy messages sent so far (the head one waits for its ack) */
   char *cma_bounce;     /* receive-reduce by CMA: the piece read, allocated on first use */
+  collie_store_choice_t slot_stores; /* how copies into my ring's slots store (core/store_choice.h) */
 } shm_peer_t;
 
 static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
@@ -454,7 +455,7 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       }
       uint64_t n = x->nbytes - x->done;
       if (n > st->slot_size) n = st->slot_size;
-      if (n) collie_copy(slot + 1, x->sbuf + x->done, n, false);
+      if (n) collie_store_copy(&sp->slot_stores, slot + 1, x->sbuf + x->done, n);
       slot->len = n;
       x->done += n;
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/comm.h"
+#include "core/store_choice.h"
 #include "transport/wire.h"
 
 typedef struct {
@@ -142,6 +143,7 @@ typedef struct collie_shm_state {
   bool prewrite;    /* rings and staging buffers are mapped (and written) whole at creation */
   bool wake_pending; /* a collective published progress; peers asleep are not woken yet (shm_rounds.h) */
   char *inl_bytes;   /* per rank, COLLIE_SHM_INLINE_BYTES: an inline round's bytes in one piece */
+  collie_store_choice_t fill_stores; /* how the collectives' staging copies store (core/store_choice.h) */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB (also when unset:
                      * measured), 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */

@@ -1,7 +1,7 @@
 # Unit tests of the core: parameters, unique ids, public API errors, socket helpers, the
-# shared-memory ring, the streaming copy, the usable CPUs (cgroup quotas); collie-info and
+# shared-memory ring, the copies and their choice of stores, the usable CPUs (cgroup quotas); collie-info and
 # the generated docs/environment.md; installing the package and building examples/hello.c against it.
-foreach(t params unique_id api_errors socket shm_ring copy cpus)
+foreach(t params unique_id api_errors socket shm_ring copy store_choice cpus)
   add_executable(test_core_${t} ${CMAKE_CURRENT_LIST_DIR}/test_core_${t}.c)
   target_link_libraries(test_core_${t} PRIVATE collie_internal)
 endforeach()
@@ -12,8 +12,10 @@ add_test(NAME unit_api_errors COMMAND test_core_api_errors)
 add_test(NAME unit_socket_helpers COMMAND test_core_socket)
 add_test(NAME shm_ring_boundaries COMMAND test_core_shm_ring)
 add_test(NAME unit_copy COMMAND test_core_copy)
+add_test(NAME unit_store_choice COMMAND test_core_store_choice)
 add_test(NAME unit_usable_cpus COMMAND test_core_cpus)
-set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers unit_copy unit_usable_cpus
+set_tests_properties(unit_params unit_unique_id unit_api_errors unit_socket_helpers unit_copy unit_store_choice
+                     unit_usable_cpus
                      PROPERTIES TIMEOUT 30 LABELS unit ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # The same with a progress thread moving the transfers while the ranks wait.
 add_test(NAME shm_ring_boundaries_progress_thread COMMAND test_core_shm_ring)

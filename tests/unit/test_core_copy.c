@@ -19,7 +19,7 @@ static void copy_by(int way, unsigned char *dst, unsigned char *dst2, const unsi
     case WAY_STREAM: collie_copy_stream(dst, src, n); break;
     case WAY_VECTOR: collie_copy_vector(dst, src, n); break;
     case WAY_COPY: collie_copy(dst, src, n, false); break;
-    default: collie_copy_twice(dst2, dst, src, n, way == WAY_TWICE_STREAM); break;
+    default: collie_copy_twice(dst2, dst, src, n, way == WAY_TWICE_STREAM, way == WAY_TWICE_STREAM); break;
   }
 }
 
@@ -67,7 +67,7 @@ int main(void) {
   EXPECT(memcmp(b + 1, a, big) == 0);
   collie_copy(b + 8, a, big, false);
   EXPECT(memcmp(b + 8, a, big) == 0);
-  collie_copy_twice(b, c + 3, a, big, true);
+  collie_copy_twice(b, c + 3, a, big, false, true);
   EXPECT(memcmp(b, a, big) == 0 && memcmp(c + 3, a, big) == 0);
   free(a);
   free(b);

@@ -6,6 +6,7 @@
 
 #include "algo/native/shm_rounds.h"
 #include "core/log.h"
+#include "core/store_choice.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
 #include "transport/transport.h"
@@ -206,12 +207,36 @@ static char *own_piece_in_fill(const collie_comm_t *comm, const collie_op_t *op,
   return dst == op->bufs[COLLIE_BUF_SEND] + lo * e ? NULL : dst;
 }
 
+/* The bytes a rank stages in a round of len elements per block (see fill). */
+static size_t fill_bytes(const collie_comm_t *comm, const collie_op_t *op, size_t len) {
+  switch (op->coll) {
+    case COLLIE_COLL_ALLREDUCE:
+    case COLLIE_COLL_REDUCE: {
+      if (op->nat_small) return len * op->nat_esz;
+      size_t s0, sn;
+      shm_slice(len, comm->nranks, comm->rank, &s0, &sn);
+      return (len - sn) * op->nat_esz;
+    }
+    case COLLIE_COLL_REDUCE_SCATTER:
+    case COLLIE_COLL_ALLTOALL: return (size_t)(comm->nranks - 1) * len * op->nat_esz;
+    default: return len * op->nat_esz;
+  }
+}
+
+/* Copies this rank's data of round g into its staging buffer, with ordinary or streaming
+ * stores as their recent cost says (core/store_choice.h: the readers of that buffer may sit
+ * on distant cores). */
 static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   size_t lo, len;
   round_range(op, k, &lo, &len);
   char *mine = staged(comm, op, comm->rank, g);
   const char *send = op->bufs[COLLIE_BUF_SEND];
+  collie_store_choice_t *stores = &comm->shm->fill_stores;
+  const size_t bytes = fill_bytes(comm, op, len);
+  const bool timed = !op->nat_inline && bytes >= COLLIE_STORE_CHOICE_MIN;
+  const bool nt = timed && collie_store_choose(stores, bytes);
+  const uint64_t t0 = timed ? collie_store_clock_ns() : 0;
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -219,8 +244,8 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
         /* Everyone's slices but this rank's own: it reduces that one from its send buffer. */
         size_t s0, sn;
         shm_slice(len, comm->nranks, comm->rank, &s0, &sn);
-        collie_copy(mine, send + lo * e, s0 * e, false);
-        collie_copy(mine + (s0 + sn) * e, send + (lo + s0 + sn) * e, (len - s0 - sn) * e, false);
+        collie_copy(mine, send + lo * e, s0 * e, nt);
+        collie_copy(mine + (s0 + sn) * e, send + (lo + s0 + sn) * e, (len - s0 - sn) * e, nt);
         break;
       }
       /* fall through */
@@ -228,9 +253,9 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
     case COLLIE_COLL_ALLGATHER: {
       char *own = own_piece_in_fill(comm, op, lo);
       if (own)
-        collie_copy_twice(mine, own, send + lo * e, len * e, op->stream);
+        collie_copy_twice(mine, own, send + lo * e, len * e, nt, op->stream);
       else
-        collie_copy(mine, send + lo * e, len * e, false);
+        collie_copy(mine, send + lo * e, len * e, nt);
       break;
     }
     case COLLIE_COLL_REDUCE_SCATTER:
@@ -238,12 +263,12 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
       /* Every block but this rank's own, which it reads from its send buffer. */
       for (int j = 0; j < comm->nranks; j++)
         if (j != comm->rank)
-          collie_copy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e,
-                      false);
+          collie_copy(mine + (size_t)j * op->nat_piece * e, send + ((size_t)j * op->nat_count + lo) * e, len * e, nt);
       break;
     }
     default: break;
   }
+  if (timed) collie_store_record(stores, nt, bytes, collie_store_clock_ns() - t0);
   if (op->nat_inline && op->nat_inl_lines > 1) spread_inline(comm, op, g);
 }
 

@@ -1,0 +1,64 @@
+/* Ordinary or streaming stores, by measured cost (store_choice.h). */
+#include "core/store_choice.h"
+
+#include <time.h>
+
+#include "core/copy.h"
+
+/* Streaming stores must win by this much: their cost falls on the readers too (the data
+ * comes from memory, not from a shared cache: roughly a memory-bound copy's 80 to 100
+ * ns/KiB on the AMD VM), which the writer's clock does not see. There, with neighbouring
+ * vCPUs, ordinary stores into a slot or staging buffer cost 23 to 133 ns/KiB and streaming
+ * ones 33 to 150 (choosing streaming whenever it was 1.5 times cheaper cut a 2-rank 1 MiB
+ * ring all-gather from 12.5 to 8.5 GB/s busbw); with distant ones, ordinary 420 to 630
+ * ns/KiB and streaming 33 to 40 (in cache) or about 100 (64 MiB, the source from memory). */
+#define STREAM_GAIN_NS_PER_KIB 150.0
+#define STREAM_RATIO 2.0
+
+/* Weight of the newest copy in the running cost: a change of placement shows within a few
+ * copies of each kind. */
+#define NEW_WEIGHT 0.25
+
+uint64_t collie_store_clock_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+bool collie_store_choose(collie_store_choice_t *c, size_t bytes) {
+  c->trying = false;
+  if (bytes < COLLIE_STORE_CHOICE_MIN) return false;
+  const uint32_t i = c->copies++;
+  if (!c->ns_per_kib[0]) return false; /* ordinary stores first */
+  if (!c->ns_per_kib[1]) return c->trying = i >= 2; /* then, after a few, a first streaming copy */
+  const double ordinary = c->ns_per_kib[0], streamed = c->ns_per_kib[1];
+  const bool streaming = ordinary > STREAM_RATIO * streamed && ordinary - streamed > STREAM_GAIN_NS_PER_KIB;
+  c->trying = i % COLLIE_STORE_EXPLORE == 0; /* now and then the other kind */
+  return c->trying ? !streaming : streaming;
+}
+
+void collie_store_record(collie_store_choice_t *c, bool streaming, size_t bytes, uint64_t ns) {
+  if (bytes < COLLIE_STORE_CHOICE_MIN) return;
+  double cost = (double)ns * 1024.0 / (double)bytes;
+  double *avg = &c->ns_per_kib[streaming];
+  /* A copy of the kind tried now and then stands for that kind alone: its older cost may
+   * be from another placement. The kind in use averages, and a copy the scheduler
+   * interrupted (ranks outnumbering cores) counts as at most a few times the usual. */
+  if (c->trying || !*avg) {
+    *avg = cost;
+    return;
+  }
+  if (cost > 4 * *avg) cost = 4 * *avg;
+  *avg += NEW_WEIGHT * (cost - *avg);
+}
+
+void collie_store_copy(collie_store_choice_t *c, void *dst, const void *src, size_t n) {
+  if (n < COLLIE_STORE_CHOICE_MIN) {
+    collie_copy(dst, src, n, false);
+    return;
+  }
+  const bool streaming = collie_store_choose(c, n);
+  const uint64_t t0 = collie_store_clock_ns();
+  collie_copy(dst, src, n, streaming);
+  collie_store_record(c, streaming, n, collie_store_clock_ns() - t0);
+}
