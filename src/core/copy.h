@@ -22,10 +22,10 @@ void collie_copy_vector(void *dst, const void *src, size_t n);
 /* Whether memcpy may take its slow path for this pair: glibc (2.36, x86-64) copies from a
  * few KiB up with `rep movsb`, which on the AMD EPYC machines this runs on moves 3.4 GB/s
  * instead of 56 when the destination lies 1 to 15 bytes past the source modulo 4 KiB, and
- * half speed up to 63 bytes (64 KiB and 256 KiB copies; bench/memcpy_probe.c shows it).
- * User buffers meet that whenever their offsets differ by a few elements: a 2-rank int8
- * all-gather of 1 MiB + 16 bytes ran at a quarter of the speed of 1 MiB. The vector loop
- * runs at memcpy's speed there. */
+ * half speed up to 63 bytes (from 4 KiB to about 1 MiB; bench/page_offset_probe.c shows
+ * it). User buffers meet that whenever their offsets differ by a few elements: a 2-rank
+ * int8 all-gather of 1 MiB + 16 bytes ran at a fifth of the speed of 1 MiB. The vector loop
+ * runs at memcpy's speed there (and about 5% below it above 1 MiB, where memcpy is fast). */
 enum { COLLIE_COPY_ALIAS_MIN = 1024 };
 static inline bool collie_copy_aliases(const void *dst, const void *src, size_t n) {
   return n >= COLLIE_COPY_ALIAS_MIN && ((((uintptr_t)dst - (uintptr_t)src) & 4095) - 1) < 63;
