@@ -97,7 +97,14 @@ echo "--bind: rank i on the i-th CPU of collie-run's mask, round robin"
 # expected placement does not depend on the machine's size.
 read -r CPU0 CPU1 < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')
 [ -n "${CPU1:-}" ] || fail "--bind needs 2 CPUs to tell ranks apart; this test may use only CPU $CPU0"
-PRINT_CPUS='python3 -c "import os; print(os.environ[\"COLLIE_RANK\"], *sorted(os.sched_getaffinity(0)))"'
+# One write(2) per line: under PYTHONUNBUFFERED (set on some machines) print() writes each
+# field apart, and two ranks' lines interleaved ("10  00  11").
+cat >"$TMP/print_cpus.py" <<'PY'
+import os
+cpus = [str(c) for c in sorted(os.sched_getaffinity(0))]
+os.write(1, (" ".join([os.environ["COLLIE_RANK"]] + cpus) + "\n").encode())
+PY
+PRINT_CPUS="python3 $TMP/print_cpus.py"
 on_two() { # on_two ARGS...: collie-run ARGS, itself on CPU0 and CPU1 only
   timeout -s KILL 20 taskset -c "$CPU0,$CPU1" "$RUN" "$@" >"$TMP/out" 2>"$TMP/err" || fail "collie-run $* failed"
 }
