@@ -70,6 +70,11 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                           "else only the 2-rank broadcast from 16 MiB. Set it alike on every rank. Needs ranks "
                           "that may read each other (same user; a probe at creation checks; collie calls "
                           "prctl(PR_SET_PTRACER) for Yama).", "0-2"},
+    [COLLIE_P_SHM_STORES] = {"COLLIE_SHM_STORES", COLLIE_PT_STRING, "auto",
+                             "How copies of 64 KiB and more into shared-memory staging buffers and ring slots "
+                             "store: auto times them and uses streaming (non-temporal) stores while ordinary ones "
+                             "cost far more, as when the reading rank sits on a distant core; ordinary or "
+                             "streaming always.", "auto,ordinary,streaming"},
     [COLLIE_P_STREAM_BYTES] = {"COLLIE_STREAM_BYTES", COLLIE_PT_SIZE, "16M",
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "

@@ -1,9 +1,12 @@
 /* Ordinary or streaming stores, by measured cost (store_choice.h). */
 #include "core/store_choice.h"
 
+#include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "core/copy.h"
+#include "core/params.h"
 
 /* Streaming stores must win by this much: their cost falls on the readers too (the data
  * comes from memory, not from a shared cache: roughly a memory-bound copy's 80 to 100
@@ -25,9 +28,17 @@ uint64_t collie_store_clock_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+void collie_store_init(collie_store_choice_t *c) {
+  memset(c, 0, sizeof(*c));
+  const char *m = collie_param_str(COLLIE_P_SHM_STORES);
+  if (m && !strcasecmp(m, "ordinary")) c->mode = COLLIE_STORES_ORDINARY;
+  if (m && !strcasecmp(m, "streaming")) c->mode = COLLIE_STORES_STREAMING;
+}
+
 bool collie_store_choose(collie_store_choice_t *c, size_t bytes) {
   c->trying = false;
   if (bytes < COLLIE_STORE_CHOICE_MIN) return false;
+  if (c->mode != COLLIE_STORES_AUTO) return c->mode == COLLIE_STORES_STREAMING;
   const uint32_t i = c->copies++;
   if (!c->ns_per_kib[0]) return false; /* ordinary stores first */
   if (!c->ns_per_kib[1]) return c->trying = i >= 2; /* then, after a few, a first streaming copy */
@@ -38,7 +49,7 @@ bool collie_store_choose(collie_store_choice_t *c, size_t bytes) {
 }
 
 void collie_store_record(collie_store_choice_t *c, bool streaming, size_t bytes, uint64_t ns) {
-  if (bytes < COLLIE_STORE_CHOICE_MIN) return;
+  if (bytes < COLLIE_STORE_CHOICE_MIN || c->mode != COLLIE_STORES_AUTO) return;
   double cost = (double)ns * 1024.0 / (double)bytes;
   double *avg = &c->ns_per_kib[streaming];
   /* A copy of the kind tried now and then stands for that kind alone: its older cost may
@@ -58,6 +69,10 @@ void collie_store_copy(collie_store_choice_t *c, void *dst, const void *src, siz
     return;
   }
   const bool streaming = collie_store_choose(c, n);
+  if (c->mode != COLLIE_STORES_AUTO) { /* nothing to time */
+    collie_copy(dst, src, n, streaming);
+    return;
+  }
   const uint64_t t0 = collie_store_clock_ns();
   collie_copy(dst, src, n, streaming);
   collie_store_record(c, streaming, n, collie_store_clock_ns() - t0);

@@ -18,11 +18,18 @@
  * keeps to the cheaper kind, trying the other every COLLIE_STORE_EXPLORE copies. */
 enum { COLLIE_STORE_CHOICE_MIN = 64 << 10, COLLIE_STORE_EXPLORE = 64 };
 
+/* COLLIE_SHM_STORES */
+typedef enum { COLLIE_STORES_AUTO, COLLIE_STORES_ORDINARY, COLLIE_STORES_STREAMING } collie_stores_mode_t;
+
 typedef struct collie_store_choice {
+  collie_stores_mode_t mode; /* auto: by the costs below */
   double ns_per_kib[2]; /* recent cost of ordinary [0] and streaming [1] copies; 0: none yet */
   uint32_t copies;      /* copies chosen for */
   bool trying;          /* the last choice tried the kind that currently costs more */
 } collie_store_choice_t;
+
+/* A choice as COLLIE_SHM_STORES sets it, with no costs yet. */
+void collie_store_init(collie_store_choice_t *c);
 
 /* Whether the next copy of `bytes` should use streaming stores. */
 bool collie_store_choose(collie_store_choice_t *c, size_t bytes);

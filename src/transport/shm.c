@@ -229,6 +229,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_state_t *st = calloc(1, sizeof(*st));
   if (!st) return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
   comm->shm = st;
+  collie_store_init(&st->fill_stores);
   ring_geometry(&st->nslots, &st->slot_size);
   st->seg_bytes = rings_bytes(comm->nlocal);
   /* The collective area exists when every rank shares this host: the shared-memory
@@ -331,6 +332,7 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     st->segs[li] = p;
     shm_peer_t *sp = calloc(1, sizeof(*sp));
     if (!sp) return collie_init_no_memory(comm, comm->rank, "the state of a shared-memory peer");
+    collie_store_init(&sp->slot_stores);
     char *out = ring_at(p, comm->local_rank, st->nslots, st->slot_size);
     char *in = ring_at(st->mine, li, st->nslots, st->slot_size);
     sp->out_ctl = (ring_ctl_t *)out;

@@ -2,7 +2,10 @@
  * costs measured on the AMD VM: with neighbouring cores it keeps ordinary stores, with
  * distant ones it moves to streaming stores, and it comes back within a few explorations
  * when the placement changes back; copies below COLLIE_STORE_CHOICE_MIN never stream, and
- * one interrupted copy does not turn the choice. */
+ * one interrupted copy does not turn the choice; COLLIE_SHM_STORES fixes the kind. */
+#include <stdlib.h>
+
+#include "core/params.h"
 #include "core/store_choice.h"
 #include "core_unit.h"
 
@@ -21,7 +24,8 @@ static int run(collie_store_choice_t *c, int copies, double ordinary, double str
 }
 
 int main(void) {
-  collie_store_choice_t c = {{0, 0}, 0, false};
+  collie_store_choice_t c;
+  collie_store_init(&c);
   /* Neighbouring vCPUs: ordinary 50, streaming 60 ns/KiB; and the worst pair seen there
    * (ordinary 133, streaming 33): ordinary stores but for the explorations. */
   int s = run(&c, 640, 50, 60, 512);
@@ -43,11 +47,23 @@ int main(void) {
   s = run(&c, COLLIE_STORE_EXPLORE - 4, 50, 60, COLLIE_STORE_EXPLORE - 4);
   EXPECTF(s <= 1, "after an interrupted copy: %d of %d copies streamed", s, COLLIE_STORE_EXPLORE - 4);
   /* Small copies are never timed and never stream. */
-  collie_store_choice_t small = {{0, 0}, 0, false};
+  collie_store_choice_t small;
+  collie_store_init(&small);
   for (int i = 0; i < 200; i++) {
     EXPECT(!collie_store_choose(&small, COLLIE_STORE_CHOICE_MIN - 1));
     collie_store_record(&small, false, COLLIE_STORE_CHOICE_MIN - 1, 1000000000);
   }
   EXPECT(small.copies == 0 && small.ns_per_kib[0] == 0);
+  /* COLLIE_SHM_STORES fixes the kind, whatever the copies cost. */
+  setenv("COLLIE_SHM_STORES", "streaming", 1);
+  collie_params_reload();
+  collie_store_choice_t fixed;
+  collie_store_init(&fixed);
+  EXPECT(run(&fixed, 200, 50, 600, 200) == 200);
+  EXPECT(!collie_store_choose(&fixed, COLLIE_STORE_CHOICE_MIN - 1));
+  setenv("COLLIE_SHM_STORES", "ordinary", 1);
+  collie_params_reload();
+  collie_store_init(&fixed);
+  EXPECT(run(&fixed, 200, 600, 40, 200) == 0);
   return unit_summary("test_core_store_choice");
 }
