@@ -35,6 +35,12 @@ void collie_store_init(collie_store_choice_t *c) {
   if (m && !strcasecmp(m, "streaming")) c->mode = COLLIE_STORES_STREAMING;
 }
 
+bool collie_store_streams(const collie_store_choice_t *c) {
+  if (c->mode != COLLIE_STORES_AUTO) return c->mode == COLLIE_STORES_STREAMING;
+  const double ordinary = c->ns_per_kib[0], streamed = c->ns_per_kib[1];
+  return streamed && ordinary > STREAM_RATIO * streamed && ordinary - streamed > STREAM_GAIN_NS_PER_KIB;
+}
+
 bool collie_store_choose(collie_store_choice_t *c, size_t bytes) {
   c->trying = false;
   if (bytes < COLLIE_STORE_CHOICE_MIN) return false;
@@ -42,8 +48,7 @@ bool collie_store_choose(collie_store_choice_t *c, size_t bytes) {
   const uint32_t i = c->copies++;
   if (!c->ns_per_kib[0]) return false; /* ordinary stores first */
   if (!c->ns_per_kib[1]) return c->trying = i >= 2; /* then, after a few, a first streaming copy */
-  const double ordinary = c->ns_per_kib[0], streamed = c->ns_per_kib[1];
-  const bool streaming = ordinary > STREAM_RATIO * streamed && ordinary - streamed > STREAM_GAIN_NS_PER_KIB;
+  const bool streaming = collie_store_streams(c);
   c->trying = i % COLLIE_STORE_EXPLORE == 0; /* now and then the other kind */
   return c->trying ? !streaming : streaming;
 }

@@ -31,6 +31,10 @@ typedef struct collie_store_choice {
 /* A choice as COLLIE_SHM_STORES sets it, with no costs yet. */
 void collie_store_init(collie_store_choice_t *c);
 
+/* Whether copies use streaming stores now (explorations aside), for stores that go with
+ * them without being timed. */
+bool collie_store_streams(const collie_store_choice_t *c);
+
 /* Whether the next copy of `bytes` should use streaming stores. */
 bool collie_store_choose(collie_store_choice_t *c, size_t bytes);
 

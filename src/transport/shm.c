@@ -376,6 +376,7 @@ void collie_shm_destroy(collie_comm_t *comm) {
     if (st->segs[li]) munmap(st->segs[li], st->seg_bytes);
   free(st->segs);
   free(st->inl_bytes);
+  free(st->fold_piece);
   free(st);
   comm->shm = NULL;
 }

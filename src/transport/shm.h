@@ -126,6 +126,10 @@ typedef struct {
 } collie_shm_area_t;
 _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start on a cache line");
 
+/* A piece of a large reduction folded in private memory while staging copies stream: it
+ * stays in the first-level cache through the ranks' passes (algo/native/shm_native.c). */
+#define COLLIE_SHM_FOLD_PIECE (16 * 1024)
+
 typedef struct collie_shm_state {
   collie_shm_seg_hdr_t *mine;
   size_t seg_bytes;
@@ -144,6 +148,7 @@ typedef struct collie_shm_state {
   bool wake_pending; /* a collective published progress; peers asleep are not woken yet (shm_rounds.h) */
   char *inl_bytes;   /* per rank, COLLIE_SHM_INLINE_BYTES: an inline round's bytes in one piece */
   collie_store_choice_t fill_stores; /* how the collectives' staging copies store (core/store_choice.h) */
+  char *fold_piece; /* COLLIE_SHM_FOLD_PIECE bytes: a reduction folded here, then streamed into staging */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB (also when unset:
                      * measured), 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
