@@ -115,3 +115,18 @@ void au_copier_add(au_copier_t *c, collie_bufref_t src, collie_bufref_t dst, uin
 }
 
 void au_copier_free(au_copier_t *c) { au_deps_free(&c->deps); }
+
+uint32_t au_binomial_bcast(collie_sched_t *s, const au_ring_t *g, int from, collie_bufref_t src, uint64_t len,
+                           uint32_t after) {
+  const int v = au_mod(g->me - from, g->n);
+  uint32_t got = after;
+  if (v != 0) {
+    src = collie_ref(COLLIE_BUF_RECV, 0);
+    got = collie_sched_recv(s, au_member(g, au_real(au_binomial_parent(v), from, g->n)), src, len,
+                            COLLIE_DEP1(after));
+  }
+  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, g->n, kids);
+  for (int i = 0; i < nk; i++)
+    collie_sched_send(s, au_member(g, au_real(kids[i], from, g->n)), src, len, COLLIE_DEP1(got));
+  return got;
+}

@@ -149,11 +149,21 @@ static inline void au_deps_clear(au_deps_t *d) { d->n = 0; }
 
 /* ---- rings of ranks (ring.c) ----------------------------------------------------------- */
 
-/* n members in ring order (rank[i]: a rank of the communicator), this rank at index me. */
+/* n members in ring order (rank[i]: a rank of the communicator; rank NULL: member i is
+ * rank i), this rank at index me. */
 typedef struct {
   int n, me;
   const int *rank;
 } au_ring_t;
+
+static inline int au_member(const au_ring_t *g, int i) { return g->rank ? g->rank[i] : i; }
+
+/* A binomial broadcast of len bytes among g's members from member `from` (algo_util.c):
+ * this rank receives into the receive buffer from its parent, after `after`
+ * (COLLIE_NO_STEP: nothing), unless it is `from`, whose data is at src; then it sends to its
+ * children. Returns the step after which this rank holds the data (`after` at `from`). */
+uint32_t au_binomial_bcast(collie_sched_t *s, const au_ring_t *g, int from, collie_bufref_t src, uint64_t len,
+                           uint32_t after);
 
 /* The ring allreduce (ring.c) of elements [base, base + len) among g, into the receive
  * buffer, with this rank's contribution in `in` (the receive buffer itself in place). Round

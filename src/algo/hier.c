@@ -158,24 +158,6 @@ out:
   return res;
 }
 
-/* A binomial broadcast of len bytes over ring g from its member `from`: this rank receives
- * into the receive buffer from its parent (after `after`) unless it is `from`, whose data
- * is at src, then sends to its children. Returns the step after which this rank holds the
- * data (its receive, or `after` at `from`). */
-static uint32_t ring_binomial(collie_sched_t *s, const au_ring_t *g, int from, collie_bufref_t src, uint64_t len,
-                              uint32_t after) {
-  const int v = au_mod(g->me - from, g->n);
-  const collie_bufref_t recv = collie_ref(COLLIE_BUF_RECV, 0);
-  uint32_t got = after;
-  if (v != 0) {
-    got = collie_sched_recv(s, g->rank[(au_binomial_parent(v) + from) % g->n], recv, len, COLLIE_DEP1(after));
-    src = recv;
-  }
-  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, g->n, kids);
-  for (int i = 0; i < nk; i++) collie_sched_send(s, g->rank[(kids[i] + from) % g->n], src, len, COLLIE_DEP1(got));
-  return got;
-}
-
 /* Hierarchical broadcast: a binomial tree between hosts among the ranks of the root's
  * local index (one per host), then a binomial tree inside every host from that rank.
  * A byte crosses between hosts once per host (ceil(log2 h) rounds), against ceil(log2 p)
@@ -199,10 +181,10 @@ COLLIE_ALGO_DECL(collie_hier_broadcast) {
     if (root && !args->in_place) collie_sched_copy(s, src, recv, len, COLLIE_NODEPS);
     uint32_t got = COLLIE_NO_STEP;
     if (local.me == root_idx) { /* between hosts */
-      got = ring_binomial(s, &cross, root_group, src, len, COLLIE_NO_STEP);
+      got = au_binomial_bcast(s, &cross, root_group, src, len, COLLIE_NO_STEP);
       if (!root) src = recv;
     }
-    ring_binomial(s, &local, root_idx, src, len, got); /* inside this host */
+    au_binomial_bcast(s, &local, root_idx, src, len, got); /* inside this host */
   }
   free(buf);
   return au_finish(s);

@@ -112,22 +112,16 @@ COLLIE_ALGO_DECL(collie_tree_allreduce) {
  * Cost: ceil(log2 p) (alpha + n beta). */
 COLLIE_ALGO_DECL(collie_binomial_broadcast) {
   if (!au_valid_rooted(args)) return COLLIE_ERR_INVALID_ARGUMENT;
-  const int n = args->nranks, root = args->root, v = au_vrank(args->rank, root, n);
   const uint64_t len = (uint64_t)args->count * args->elem_size;
   if (!len) return au_finish(s);
   const collie_bufref_t recv = collie_ref(COLLIE_BUF_RECV, 0);
   collie_bufref_t src = recv;
-  uint32_t got = COLLIE_NO_STEP;
-  if (v == 0) {
-    if (!args->in_place) {
-      src = collie_ref(COLLIE_BUF_SEND, 0); /* forward from the source, not after the copy */
-      collie_sched_copy(s, src, recv, len, COLLIE_NODEPS);
-    }
-  } else {
-    got = collie_sched_recv(s, au_real(au_binomial_parent(v), root, n), recv, len, COLLIE_NODEPS);
+  if (args->rank == args->root && !args->in_place) {
+    src = collie_ref(COLLIE_BUF_SEND, 0); /* forward from the source, not after the copy */
+    collie_sched_copy(s, src, recv, len, COLLIE_NODEPS);
   }
-  int kids[AU_MAX_CHILDREN], nk = au_binomial_children(v, n, kids);
-  for (int i = 0; i < nk; i++) collie_sched_send(s, au_real(kids[i], root, n), src, len, COLLIE_DEP1(got));
+  const au_ring_t all = {args->nranks, args->rank, NULL};
+  au_binomial_bcast(s, &all, args->root, src, len, COLLIE_NO_STEP);
   return au_finish(s);
 }
 

@@ -54,7 +54,7 @@ bool collie_store_choose(collie_store_choice_t *c, size_t bytes) {
 }
 
 void collie_store_record(collie_store_choice_t *c, bool streaming, size_t bytes, uint64_t ns) {
-  if (bytes < COLLIE_STORE_CHOICE_MIN || c->mode != COLLIE_STORES_AUTO) return;
+  if (!collie_store_timed(c, bytes)) return;
   double cost = (double)ns * 1024.0 / (double)bytes;
   double *avg = &c->ns_per_kib[streaming];
   /* A copy of the kind tried now and then stands for that kind alone: its older cost may
@@ -68,17 +68,13 @@ void collie_store_record(collie_store_choice_t *c, bool streaming, size_t bytes,
   *avg += NEW_WEIGHT * (cost - *avg);
 }
 
+bool collie_store_timed(const collie_store_choice_t *c, size_t bytes) {
+  return bytes >= COLLIE_STORE_CHOICE_MIN && c->mode == COLLIE_STORES_AUTO;
+}
+
 void collie_store_copy(collie_store_choice_t *c, void *dst, const void *src, size_t n) {
-  if (n < COLLIE_STORE_CHOICE_MIN) {
-    collie_copy(dst, src, n, false);
-    return;
-  }
-  const bool streaming = collie_store_choose(c, n);
-  if (c->mode != COLLIE_STORES_AUTO) { /* nothing to time */
-    collie_copy(dst, src, n, streaming);
-    return;
-  }
-  const uint64_t t0 = collie_store_clock_ns();
+  const bool timed = collie_store_timed(c, n), streaming = collie_store_choose(c, n);
+  const uint64_t t0 = timed ? collie_store_clock_ns() : 0;
   collie_copy(dst, src, n, streaming);
-  collie_store_record(c, streaming, n, collie_store_clock_ns() - t0);
+  if (timed) collie_store_record(c, streaming, n, collie_store_clock_ns() - t0);
 }

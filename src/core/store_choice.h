@@ -38,6 +38,10 @@ bool collie_store_streams(const collie_store_choice_t *c);
 /* Whether the next copy of `bytes` should use streaming stores. */
 bool collie_store_choose(collie_store_choice_t *c, size_t bytes);
 
+/* Whether copies of `bytes` are worth timing for the choice (large enough, and the kind
+ * not fixed by COLLIE_SHM_STORES). */
+bool collie_store_timed(const collie_store_choice_t *c, size_t bytes);
+
 /* Notes what a copy of `bytes` chosen by collie_store_choose cost. */
 void collie_store_record(collie_store_choice_t *c, bool streaming, size_t bytes, uint64_t ns);
 

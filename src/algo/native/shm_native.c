@@ -235,8 +235,8 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const char *send = op->bufs[COLLIE_BUF_SEND];
   collie_store_choice_t *stores = &comm->shm->fill_stores;
   const size_t bytes = fill_bytes(comm, op, len);
-  const bool timed = !op->nat_inline && bytes >= COLLIE_STORE_CHOICE_MIN;
-  const bool nt = timed && collie_store_choose(stores, bytes);
+  const bool timed = !op->nat_inline && collie_store_timed(stores, bytes);
+  const bool nt = !op->nat_inline && collie_store_choose(stores, bytes);
   const uint64_t t0 = timed ? collie_store_clock_ns() : 0;
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
