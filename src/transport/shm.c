@@ -216,11 +216,16 @@ static size_t rings_bytes(int nlocal) {
   return sizeof(collie_shm_seg_hdr_t) + (size_t)nlocal * ring_bytes(nslots, slot_size);
 }
 
+/* Whether nlocal ranks outnumber the host's online CPUs: every rank of the host counts
+ * alike (a rank's own affinity mask or cgroup quota may differ from its neighbours'). */
+static bool host_crowded(int nlocal) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus >= 1 && nlocal > cpus;
+}
+
 size_t collie_shm_area_bytes(int nlocal) {
   size_t set = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
-  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE)) return set;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus < 1 || nlocal <= cpus) return set;
+  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE) || !host_crowded(nlocal)) return set;
   const size_t host = (size_t)nlocal * (rings_bytes(nlocal) + 2 * AREA_OVERSUBSCRIBED + 8192);
   return host <= AREA_HOST_BUDGET && set < AREA_OVERSUBSCRIBED ? AREA_OVERSUBSCRIBED : set;
 }
@@ -232,6 +237,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_store_init(&st->fill_stores);
   ring_geometry(&st->nslots, &st->slot_size);
   st->seg_bytes = rings_bytes(comm->nlocal);
+  st->crowded = host_crowded(comm->nlocal);
   /* The collective area exists when every rank shares this host: the shared-memory
    * collectives need all ranks' areas. Its pages are touched only when used. */
   size_t coll = collie_shm_area_bytes(comm->nlocal);

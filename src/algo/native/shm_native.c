@@ -58,6 +58,28 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
   return args->coll == COLLIE_COLL_BARRIER || piece_elems(comm, args->coll, args->elem_size) > 0;
 }
 
+/* The most lines an inline round of coll may take; a larger call stages. An inline round
+ * costs about 20 ns a further line, a staged one (a contiguous buffer behind a counter)
+ * about 4 with copies alone, so staging wins from 5 lines where every rank copies (2 ranks
+ * on 2 cores, close CPUs, medians of 6, us, inline against staged: all-gather 0.313 and
+ * 0.271 at 5 lines, 0.355 and 0.270 at 8; all-to-all 0.298 and 0.255, 0.348 and 0.256;
+ * reduce-scatter 0.297 and 0.256, 0.356 and 0.248; 4 lines within 6% either way). The small
+ * reductions fold every line and keep them all (8 lines 0.345 and 0.353; 4 lines 0.244 and
+ * 0.291). A broadcast's root runs up to COLLIE_SHM_INLINE_SLOTS rounds ahead in inline
+ * rounds and 2 in staged ones, which with more ranks than CPUs keeps it off its CPU's
+ * queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged); with a CPU each
+ * it stages from 5 lines too (2 ranks, 5 lines: 0.181 against 0.172, 8 lines: 0.230
+ * against 0.175). Every rank must choose alike: hence the host's count of CPUs. */
+static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
+  switch (coll) {
+    case COLLIE_COLL_ALLGATHER:
+    case COLLIE_COLL_ALLTOALL:
+    case COLLIE_COLL_REDUCE_SCATTER: return 4;
+    case COLLIE_COLL_BROADCAST: return comm->shm->crowded ? 1 + COLLIE_SHM_INLINE_EXT : 4;
+    default: return 1 + COLLIE_SHM_INLINE_EXT;
+  }
+}
+
 void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
   collie_comm_t *comm = op->comm;
   op->native = true;
@@ -85,19 +107,17 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
                          per_block;
   /* What a rank stages: a piece of every block (all of them, in one round) or of the vector */
   const size_t bytes = args->count * args->elem_size * (per_block ? (size_t)comm->nranks : 1);
-  op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct && bytes <= COLLIE_SHM_INLINE_BYTES;
-  if (op->nat_inline)
-    op->nat_inl_lines = (uint8_t)(bytes <= COLLIE_SHM_INLINE_FIRST
-                                      ? 1
-                                      : 1 + (bytes - COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_NEXT - 1) /
-                                                COLLIE_SHM_INLINE_NEXT);
+  const size_t lines = bytes <= COLLIE_SHM_INLINE_FIRST
+                           ? 1
+                           : 1 + (bytes - COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_NEXT - 1) / COLLIE_SHM_INLINE_NEXT;
+  op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct && bytes <= COLLIE_SHM_INLINE_BYTES &&
+                   lines <= inline_lines_max(comm, args->coll);
+  if (op->nat_inline) op->nat_inl_lines = (uint8_t)lines;
 }
 
-/* Where further line i (from 1) of an inline round sits in its bytes in one piece. The
- * copies move whole lines (inl_bytes has room): constant sizes, a few vector moves. */
-static char *ext_bytes(char *buf, int i) {
-  return buf + COLLIE_SHM_INLINE_FIRST + (size_t)(i - 1) * COLLIE_SHM_INLINE_NEXT;
-}
+/* Where the further lines of an inline round start in its bytes in one piece. The copies
+ * move whole lines (inl_bytes has room). */
+static char *ext_bytes(char *buf) { return buf + COLLIE_SHM_INLINE_FIRST; }
 
 /* An inline round's bytes of `rank` in one piece: in its first line when they fit there;
  * else this rank's own in inl_bytes (filled by fill, then spread over the lines by
@@ -109,22 +129,17 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
   char *buf = comm->shm->inl_bytes + (size_t)rank * COLLIE_SHM_INLINE_BYTES;
   if (rank == comm->rank) return buf;
   memcpy(buf, a->inl[i0].data, COLLIE_SHM_INLINE_FIRST);
-  for (int i = 1; i < op->nat_inl_lines; i++)
-    memcpy(ext_bytes(buf, i), a->inl_ext[i0][i - 1].data, COLLIE_SHM_INLINE_NEXT);
+  memcpy(ext_bytes(buf), a->inl_ext[i0], (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
   return buf;
 }
 
-/* Spreads this rank's inline bytes (inl_bytes) over its lines, each further line with its
- * tag; the first line's tag follows later (advance). */
+/* Spreads this rank's inline bytes (inl_bytes) over its lines; the first line's tag
+ * follows later (advance), released after them. */
 static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
   char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
   memcpy(a->inl[inl_slot(g)].data, buf, COLLIE_SHM_INLINE_FIRST);
-  for (int i = 1; i < op->nat_inl_lines; i++) {
-    collie_shm_inline_ext_t *x = &a->inl_ext[inl_slot(g)][i - 1];
-    memcpy(x->data, ext_bytes(buf, i), COLLIE_SHM_INLINE_NEXT);
-    atomic_store_explicit(&x->tag, g + 1, memory_order_release);
-  }
+  memcpy(a->inl_ext[inl_slot(g)], ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
 }
 
 /* The area's two layouts. Most collectives stage round g in buffer g mod 2, of the area's

@@ -33,19 +33,14 @@ static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
  * `staged` (want - 1 is the round, and picks the line). */
 static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, int r, int c, uint64_t want) {
   if (op->nat_inline && (c == COLLIE_SHM_READY || c == COLLIE_SHM_STAGED)) {
-    /* The first line's tag is written last, so it alone says `ready` and `staged`
-     * (TSO); `ready` prefetches the other lines and `staged` loads their tags too, so
-     * that they arrive together rather than when the copy reaches them. */
+    /* The first line's tag is released after the other lines (spread_inline), so it alone
+     * says `ready` and `staged`; `ready` prefetches the other lines, so that they arrive
+     * together rather than when the copy reaches them. */
     collie_shm_area_t *a = shm_area_of(comm, r);
     const unsigned p = inl_slot(want - 1);
-    const collie_shm_inline_ext_t *ext = a->inl_ext[p];
     if (c == COLLIE_SHM_READY)
-      for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&ext[i - 1]);
-    uint64_t t = atomic_load_explicit(&a->inl[p].tag, memory_order_acquire);
-    for (int i = 1; c == COLLIE_SHM_STAGED && i < op->nat_inl_lines; i++) {
-      uint64_t u = atomic_load_explicit(&ext[i - 1].tag, memory_order_acquire);
-      if (u < t) t = u;
-    }
+      for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&a->inl_ext[p][i - 1]);
+    const uint64_t t = atomic_load_explicit(&a->inl[p].tag, memory_order_acquire);
     return t;
   }
   return shm_counter(comm, r, c);
