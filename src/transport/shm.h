@@ -86,8 +86,7 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
  * prefetches the other lines, so that they travel together instead of one after the other
  * (through the staging buffer: the counters' line, then the data's). Those lines once
  * carried a tag each, as in NCCL, where the data crosses a bus that may reorder it; here
- * the release/acquire pair orders them, and the tags' stores and loads cost 2 ranks 5 to
- * 10% of a 432-byte all-to-all or reduce-scatter. */
+ * the release/acquire pair orders them. */
 /* Inline rounds cycle through this many slots of lines (staged rounds through the two
  * staging buffers), so that a rank that waits for nobody in a small call (a broadcast's
  * root) runs up to this many rounds ahead of the slowest reader before it must wait. (A
