@@ -135,10 +135,10 @@ static int rw_fail(collie_comm_t *comm, int peer, pid_t pid, uint64_t len, bool 
                      pd, comm->rank, write ? "writing" : "reading", (unsigned long long)len, call, strerror(err));
   else
     collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
-                     "rank %d could not %s %llu bytes %s %s with %s: %s; if the peer is alive, set "
+                     "rank %d could not %s %llu bytes %s %s with %s: %s%s; if the peer is alive, set "
                      "COLLIE_SHM_CMA=0 to copy through shared memory",
                      comm->rank, write ? "write" : "read", (unsigned long long)len, write ? "to" : "from", pd, call,
-                     err ? strerror(err) : "short transfer");
+                     err ? strerror(err) : "short transfer", collie_memory_hint(err));
   return -1;
 }
 
