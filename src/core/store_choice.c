@@ -72,9 +72,18 @@ bool collie_store_timed(const collie_store_choice_t *c, size_t bytes) {
   return bytes >= COLLIE_STORE_CHOICE_MIN && c->mode == COLLIE_STORES_AUTO;
 }
 
+collie_store_span_t collie_store_begin(collie_store_choice_t *c, size_t bytes) {
+  collie_store_span_t s = {collie_store_choose(c, bytes), collie_store_timed(c, bytes), bytes, 0};
+  if (s.timed) s.t0 = collie_store_clock_ns();
+  return s;
+}
+
+void collie_store_end(collie_store_choice_t *c, const collie_store_span_t *s) {
+  if (s->timed) collie_store_record(c, s->streaming, s->bytes, collie_store_clock_ns() - s->t0);
+}
+
 void collie_store_copy(collie_store_choice_t *c, void *dst, const void *src, size_t n) {
-  const bool timed = collie_store_timed(c, n), streaming = collie_store_choose(c, n);
-  const uint64_t t0 = timed ? collie_store_clock_ns() : 0;
-  collie_copy(dst, src, n, streaming);
-  if (timed) collie_store_record(c, streaming, n, collie_store_clock_ns() - t0);
+  const collie_store_span_t s = collie_store_begin(c, n);
+  collie_copy(dst, src, n, s.streaming);
+  collie_store_end(c, &s);
 }

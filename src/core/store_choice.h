@@ -48,6 +48,16 @@ void collie_store_record(collie_store_choice_t *c, bool streaming, size_t bytes,
 /* Nanoseconds on the monotonic clock, for timing copies. */
 uint64_t collie_store_clock_ns(void);
 
+/* The copies of `bytes` made between collie_store_begin and collie_store_end count as one:
+ * begin chooses their kind (`streaming`) and starts the clock where they are timed. */
+typedef struct {
+  bool streaming, timed;
+  size_t bytes;
+  uint64_t t0;
+} collie_store_span_t;
+collie_store_span_t collie_store_begin(collie_store_choice_t *c, size_t bytes);
+void collie_store_end(collie_store_choice_t *c, const collie_store_span_t *s);
+
 /* One copy of n bytes into such a buffer: chosen, timed and noted. */
 void collie_store_copy(collie_store_choice_t *c, void *dst, const void *src, size_t n);
 

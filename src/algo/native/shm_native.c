@@ -107,11 +107,10 @@ void collie_native_prepare(collie_op_t *op, const collie_coll_args_t *args) {
                          per_block;
   /* What a rank stages: a piece of every block (all of them, in one round) or of the vector */
   const size_t bytes = args->count * args->elem_size * (per_block ? (size_t)comm->nranks : 1);
-  const size_t lines = bytes <= COLLIE_SHM_INLINE_FIRST
-                           ? 1
-                           : 1 + (bytes - COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_NEXT - 1) / COLLIE_SHM_INLINE_NEXT;
-  op->nat_inline = inlinable && op->nat_nrounds == 1 && !op->nat_may_direct && bytes <= COLLIE_SHM_INLINE_BYTES &&
-                   lines <= inline_lines_max(comm, args->coll);
+  const size_t next = bytes <= COLLIE_SHM_INLINE_FIRST ? 0 : bytes - COLLIE_SHM_INLINE_FIRST;
+  const size_t lines = 1 + (next + COLLIE_SHM_INLINE_NEXT - 1) / COLLIE_SHM_INLINE_NEXT;
+  op->nat_inline =
+      inlinable && op->nat_nrounds == 1 && !op->nat_may_direct && lines <= inline_lines_max(comm, args->coll);
   if (op->nat_inline) op->nat_inl_lines = (uint8_t)lines;
 }
 
@@ -249,10 +248,10 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   char *mine = staged(comm, op, comm->rank, g);
   const char *send = op->bufs[COLLIE_BUF_SEND];
   collie_store_choice_t *stores = &comm->shm->fill_stores;
-  const size_t bytes = fill_bytes(comm, op, len);
-  const bool timed = !op->nat_inline && collie_store_timed(stores, bytes);
-  const bool nt = !op->nat_inline && collie_store_choose(stores, bytes);
-  const uint64_t t0 = timed ? collie_store_clock_ns() : 0;
+  /* inline rounds are small: ordinary stores, untimed */
+  const collie_store_span_t span =
+      op->nat_inline ? (collie_store_span_t){0} : collie_store_begin(stores, fill_bytes(comm, op, len));
+  const bool nt = span.streaming;
   switch (op->coll) {
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE:
@@ -284,7 +283,7 @@ static void fill(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
     }
     default: break;
   }
-  if (timed) collie_store_record(stores, nt, bytes, collie_store_clock_ns() - t0);
+  collie_store_end(stores, &span);
   if (op->nat_inline && op->nat_inl_lines > 1) spread_inline(comm, op, g);
 }
 

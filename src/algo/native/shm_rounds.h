@@ -40,8 +40,7 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
     const unsigned p = inl_slot(want - 1);
     if (c == COLLIE_SHM_READY)
       for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&a->inl_ext[p][i - 1]);
-    const uint64_t t = atomic_load_explicit(&a->inl[p].tag, memory_order_acquire);
-    return t;
+    return atomic_load_explicit(&a->inl[p].tag, memory_order_acquire);
   }
   return shm_counter(comm, r, c);
 }
