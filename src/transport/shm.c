@@ -238,6 +238,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   ring_geometry(&st->nslots, &st->slot_size);
   st->seg_bytes = rings_bytes(comm->nlocal);
   st->crowded = host_crowded(comm->nlocal);
+  st->inl_slots = st->crowded ? COLLIE_SHM_INLINE_SLOTS : COLLIE_SHM_INLINE_SLOTS_UNCROWDED;
   /* The collective area exists when every rank shares this host: the shared-memory
    * collectives need all ranks' areas. Its pages are touched only when used. */
   size_t coll = collie_shm_area_bytes(comm->nlocal);

@@ -87,13 +87,23 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
  * (through the staging buffer: the counters' line, then the data's). Those lines once
  * carried a tag each, as in NCCL, where the data crosses a bus that may reorder it; here
  * the release/acquire pair orders them. */
-/* Inline rounds cycle through this many slots of lines (staged rounds through the two
- * staging buffers), so that a rank that waits for nobody in a small call (a broadcast's
- * root) runs up to this many rounds ahead of the slowest reader before it must wait. (A
- * small reduce's other ranks wait for the root's entry into each round: they stay within
- * about one round of it.) */
-#define COLLIE_SHM_INLINE_SLOTS 32
+/* Inline rounds cycle through slots of lines (staged rounds through the two staging
+ * buffers), so that a rank that waits for nobody in a small call (a broadcast's root) runs
+ * up to that many rounds ahead of the slowest reader before it must wait. (A small
+ * reduce's other ranks wait for the root's entry into each round: they stay within about
+ * one round of it.) The area has COLLIE_SHM_INLINE_SLOTS; a communicator uses all of them
+ * where the host's ranks outnumber its CPUs, and COLLIE_SHM_INLINE_SLOTS_UNCROWDED
+ * otherwise (collie_shm_state_t.inl_slots). Crowded, each rank of a CPU must run in turn,
+ * and the further its root runs ahead the more calls each reader finishes per turn (2
+ * cores, 8 B broadcast, medians of 8 to 10 alternating runs, us, 32 slots against 128: 3
+ * ranks 0.51 and 0.28, 4 ranks 0.41 and 0.29, 8 ranks 1.04 and 0.79). With a CPU each
+ * there is no turn to save, and a root far ahead only leaves colder lines: 128 slots of 8
+ * lines overflow the first-level cache (2 ranks, 200 B: 0.161 us with 32, 0.198 with 128;
+ * 8 B within noise). */
+#define COLLIE_SHM_INLINE_SLOTS 128
+#define COLLIE_SHM_INLINE_SLOTS_UNCROWDED 32
 #define COLLIE_SHM_ROOT_CLAIMS 256
+_Static_assert(COLLIE_SHM_ROOT_CLAIMS > COLLIE_SHM_INLINE_SLOTS, "a root's claim outlives its run-ahead");
 #define COLLIE_SHM_INLINE_FIRST 40
 #define COLLIE_SHM_INLINE_NEXT 64
 #define COLLIE_SHM_INLINE_EXT 7
@@ -142,6 +152,7 @@ typedef struct collie_shm_state {
   size_t area_size; /* bytes of each of its two staging buffers */
   bool crowded;      /* this host's ranks outnumber its online CPUs: the same on every rank,
                      * so protocol choices may depend on it (comm->oversubscribed may not) */
+  uint64_t inl_slots; /* inline slots in use, a power of two (COLLIE_SHM_INLINE_SLOTS above) */
   bool one_process; /* every rank is a thread of this process */
   bool direct_ok;   /* every local rank can map every other's collie_mem_alloc memory */
   bool cma_ok;      /* every local rank can read every other with process_vm_readv */

@@ -65,9 +65,9 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * 0.271 at 5 lines, 0.355 and 0.270 at 8; all-to-all 0.298 and 0.255, 0.348 and 0.256;
  * reduce-scatter 0.297 and 0.256, 0.356 and 0.248; 4 lines within 6% either way). The small
  * reductions fold every line and keep them all (8 lines 0.345 and 0.353; 4 lines 0.244 and
- * 0.291). A broadcast's root runs up to COLLIE_SHM_INLINE_SLOTS rounds ahead in inline
- * rounds and 2 in staged ones, which with more ranks than CPUs keeps it off its CPU's
- * queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged); with a CPU each
+ * 0.291). A broadcast's root runs up to 32 rounds ahead in inline rounds (128 with more
+ * ranks than CPUs) and 2 in staged ones, which with more ranks than CPUs keeps it off its
+ * CPU's queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged); with a CPU each
  * it stages from 5 lines too (2 ranks, 5 lines: 0.181 against 0.172, 8 lines: 0.230
  * against 0.175). Every rank must choose alike: hence the host's count of CPUs. */
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
@@ -123,7 +123,7 @@ static char *ext_bytes(char *buf) { return buf + COLLIE_SHM_INLINE_FIRST; }
  * spread_inline), and another rank's gathered from its lines into inl_bytes. */
 static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
   collie_shm_area_t *a = shm_area_of(comm, rank);
-  const unsigned i0 = inl_slot(round);
+  const unsigned i0 = inl_slot(comm, round);
   if (op->nat_inl_lines <= 1) return a->inl[i0].data;
   char *buf = comm->shm->inl_bytes + (size_t)rank * COLLIE_SHM_INLINE_BYTES;
   if (rank == comm->rank) return buf;
@@ -137,8 +137,8 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
 static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
   char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
-  memcpy(a->inl[inl_slot(g)].data, buf, COLLIE_SHM_INLINE_FIRST);
-  memcpy(a->inl_ext[inl_slot(g)], ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
+  memcpy(a->inl[inl_slot(comm, g)].data, buf, COLLIE_SHM_INLINE_FIRST);
+  memcpy(a->inl_ext[inl_slot(comm, g)], ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
 }
 
 /* The area's two layouts. Most collectives stage round g in buffer g mod 2, of the area's
@@ -164,10 +164,10 @@ static uint64_t area_slots(const collie_comm_t *comm) {
  * (an 8 MiB area has 64 broadcast slots: a root 33 calls ahead overwrote them, and the
  * reader reported a mismatch of calls that matched). */
 static uint64_t reuse_distance(const collie_comm_t *comm, const collie_op_t *op) {
-  if (op->nat_inline) return COLLIE_SHM_INLINE_SLOTS;
+  if (op->nat_inline) return comm->shm->inl_slots;
   if (layout(op) == LAYOUT_BUFFERS) return 2;
   const uint64_t slots = area_slots(comm);
-  return slots < COLLIE_SHM_INLINE_SLOTS ? slots : COLLIE_SHM_INLINE_SLOTS;
+  return slots < comm->shm->inl_slots ? slots : comm->shm->inl_slots;
 }
 
 static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t round) {
@@ -440,8 +440,8 @@ static void call_key(const collie_op_t *op, uint64_t key[2]) {
  * side relays): the inline side reads the staged side's inline key, the staged side an
  * older staged call's key (a lower sequence number, so it differs), and both explain it
  * from sig[] of the slot. */
-static uint64_t *call_key_slot(collie_shm_area_t *a, const collie_op_t *op, uint64_t g) {
-  return op->nat_inline ? a->inl[inl_slot(g)].key : a->line.key[g & 1];
+static uint64_t *call_key_slot(const collie_comm_t *comm, collie_shm_area_t *a, const collie_op_t *op, uint64_t g) {
+  return op->nat_inline ? a->inl[inl_slot(comm, g)].key : a->line.key[g & 1];
 }
 
 /* A broadcast's or scatter's root meets nobody (must_meet), so a second rank that believes
@@ -484,16 +484,17 @@ int collie_claim_root(collie_comm_t *comm, collie_coll_t coll, int root, uint64_
 static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   for (int r = 0; r < comm->nranks; r++)
     if (must_meet(comm, op, r) && !shm_one_reached(comm, op, r, COLLIE_SHM_READY, g + 1)) return 0;
-  const uint64_t *mine = call_key_slot(shm_area_of(comm, comm->rank), op, g);
+  const uint64_t *mine = call_key_slot(comm, shm_area_of(comm, comm->rank), op, g);
   for (int r = 0; r < comm->nranks; r++) {
     if (!must_meet(comm, op, r)) continue;
-    const uint64_t *theirs = call_key_slot(shm_area_of(comm, r), op, g);
+    const uint64_t *theirs = call_key_slot(comm, shm_area_of(comm, r), op, g);
     if (theirs[0] == mine[0] && theirs[1] == mine[1]) continue;
     collie_xfer_t want;
     memset(&want, 0, sizeof(want));
-    want.hdr = shm_area_of(comm, comm->rank)->sig[inl_slot(g)];
+    want.hdr = shm_area_of(comm, comm->rank)->sig[inl_slot(comm, g)];
     want.hdr.src_rank = r;
-    if (collie_xfer_check_header(comm, &comm->peers[r], &want, &shm_area_of(comm, r)->sig[inl_slot(g)]) < 0) return -1;
+    const collie_wire_hdr_t *theirs_sig = &shm_area_of(comm, r)->sig[inl_slot(comm, g)];
+    if (collie_xfer_check_header(comm, &comm->peers[r], &want, theirs_sig) < 0) return -1;
   }
   /* the single-copy path meets everyone instead */
   if (!op->nat_may_direct && collie_claim_root(comm, op->coll, op->root, op->seq) < 0) return -1;
@@ -504,11 +505,11 @@ static int check_calls(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
 /* Writes the first round's fingerprint and key (before `ready` publishes them). */
 static void sign(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
-  collie_op_fingerprint(op, comm->rank, &a->sig[inl_slot(g)]);
-  call_key(op, a->inl[inl_slot(g)].key);
+  collie_op_fingerprint(op, comm->rank, &a->sig[inl_slot(comm, g)]);
+  call_key(op, a->inl[inl_slot(comm, g)].key);
   /* Only staged rounds use the counters' key: an inline round may run ahead of a rank
    * still checking the staged round two before it, whose key sits in the same place. */
-  if (!op->nat_inline) memcpy(a->line.key[g & 1], a->inl[inl_slot(g)].key, sizeof(a->line.key[g & 1]));
+  if (!op->nat_inline) memcpy(a->line.key[g & 1], a->inl[inl_slot(comm, g)].key, sizeof(a->line.key[g & 1]));
 }
 
 /* Stages round g; the caller publishes (one wake-up for everything it stored). */
@@ -562,7 +563,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
       /* The inline tag, after the key and (inline rounds) the data: it stands for `ready`
        * and `staged` of inline rounds, and carries every first round's key. */
       if (op->nat_inline || !op->nat_checked)
-        atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[inl_slot(g)].tag, g + 1, memory_order_release);
+        atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[inl_slot(comm, g)].tag, g + 1, memory_order_release);
       shm_publish(comm, op, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase(op) ? PH_COMBINE : PH_DRAIN;
       moved = 1;
@@ -638,7 +639,7 @@ void collie_native_describe(collie_comm_t *comm, const collie_op_t *op, char *bu
   char pd[160], w[96];
   uint64_t k = op->nat_round - op->nat_base;
   /* Before staging, a rank waits for a round that last used the same lines or buffer: of
-   * an earlier call (up to COLLIE_SHM_INLINE_SLOTS - 1 calls back, for a broadcast root). */
+   * an earlier call (up to comm->shm->inl_slots - 1 calls back, for a broadcast root). */
   const bool earlier = op->nat_phase == PH_FILL && op->nat_wait_flag == COLLIE_SHM_DONE;
   snprintf(buf, len, "%s: waiting in shared memory for %s to %s (round %llu of %llu)",
            collie_request_what(op->req, w, sizeof(w)), collie_peer_desc(comm, op->nat_wait, pd, sizeof(pd)),

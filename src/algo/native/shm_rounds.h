@@ -15,14 +15,19 @@
 static inline collie_shm_area_t *shm_area_of(collie_comm_t *comm, int rank) { return collie_shm_area(comm, rank); }
 
 /* The inline slot of round g. */
-static inline unsigned inl_slot(uint64_t g) { return (unsigned)(g & (COLLIE_SHM_INLINE_SLOTS - 1)); }
-_Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 && COLLIE_SHM_INLINE_SLOTS >= 2,
-               "inline slots: a power of two");
+static inline unsigned inl_slot(const collie_comm_t *comm, uint64_t g) {
+  return (unsigned)(g & (comm->shm->inl_slots - 1));
+}
+_Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 &&
+                   (COLLIE_SHM_INLINE_SLOTS_UNCROWDED & (COLLIE_SHM_INLINE_SLOTS_UNCROWDED - 1)) == 0 &&
+                   COLLIE_SHM_INLINE_SLOTS_UNCROWDED >= 2 &&
+                   COLLIE_SHM_INLINE_SLOTS_UNCROWDED <= COLLIE_SHM_INLINE_SLOTS,
+               "inline slots: powers of two, the uncrowded count at most the area's");
 
 /* Where rank `rank` published its buffers for first round g (the single-copy path): by
  * inline slot, as the fingerprints, since a broadcast root runs slots ahead (shm.h). */
 static inline collie_shm_bufloc_t *shm_locs(collie_comm_t *comm, int rank, uint64_t g) {
-  return shm_area_of(comm, rank)->loc[inl_slot(g)];
+  return shm_area_of(comm, rank)->loc[inl_slot(comm, g)];
 }
 
 static inline uint64_t shm_counter(collie_comm_t *comm, int rank, int c) {
@@ -37,7 +42,7 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
      * says `ready` and `staged`; `ready` prefetches the other lines, so that they arrive
      * together rather than when the copy reaches them. */
     collie_shm_area_t *a = shm_area_of(comm, r);
-    const unsigned p = inl_slot(want - 1);
+    const unsigned p = inl_slot(comm, want - 1);
     if (c == COLLIE_SHM_READY)
       for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&a->inl_ext[p][i - 1]);
     return atomic_load_explicit(&a->inl[p].tag, memory_order_acquire);
