@@ -54,8 +54,10 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                 "Bytes per shared-memory slot; a message moves in slot-sized pieces.", "4K-1G"},
     [COLLIE_P_SHM_COLL_SIZE] = {"COLLIE_SHM_COLL_SIZE", COLLIE_PT_SIZE, "256K",
                                 "Bytes each rank stages per round in the shared-memory collectives (algorithm "
-                                "'shm'; two such buffers per rank). 0 turns them off. Unset: 256K, or 1M where the "
-                                "host's ranks outnumber its CPUs and their segments stay within 48 MiB.", NULL},
+                                "'shm'; two such buffers per rank). 0 turns them off. Unset: buffers of 1M while "
+                                "the host's segments stay within 48 MiB (else 256K), with rounds of 1M where the "
+                                "host's ranks outnumber its CPUs and of 256K where they do not (broadcasts and "
+                                "one-round all-gathers use the whole buffers).", NULL},
     [COLLIE_P_SHM_DIRECT] = {"COLLIE_SHM_DIRECT", COLLIE_PT_INT, "1",
                              "1: shared-memory collectives of 64 KiB and more read (and write) the other ranks' "
                              "buffers directly when all are reachable (collie_mem_alloc, or ranks that are threads "

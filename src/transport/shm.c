@@ -187,17 +187,20 @@ static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len)
   snprintf(buf, len, "/collie-%016llx-%d", (unsigned long long)comm->comm_hash, rank);
 }
 
-/* The collective area's buffers (COLLIE_SHM_COLL_SIZE): 256 KiB, or 1 MiB when the host's
- * ranks outnumber its online CPUs. Every round of an all-reduce, reduce-scatter or
- * all-to-all waits for every rank to have run, which there means a process switch, so
- * fewer, larger rounds win (4 ranks on 2 cores, medians of 5, busbw GB/s, 256 KiB
- * against 1 MiB: all-reduce 1 MiB 5.6 / 6.9, 64 MiB 3.2 / 3.6; all-to-all 5.6 / 7.5 and
- * 3.1 / 3.6; reduce-scatter 3.8 / 5.2 and 3.2 / 3.8; 8 ranks, all-reduce 2.2 / 2.9 and
- * 1.5 / 2.2; with a core per rank level, 2M and 4M no better). Only while the host's
- * segments stay within 48 MiB, below Docker's default /dev/shm of 64 MiB (8 ranks would
- * need 72). The online CPU count, not this process's affinity, so that every rank of
- * the host sizes its segment alike. */
-enum { AREA_OVERSUBSCRIBED = 1 << 20, AREA_HOST_BUDGET = 48 << 20 };
+/* The collective area's buffers (COLLIE_SHM_COLL_SIZE): 1 MiB unset, with rounds of 1 MiB
+ * where the host's ranks outnumber its online CPUs and of 256 KiB (the parameter's
+ * default) where they do not. With a CPU per rank 1 MiB rounds measured level with 256 KiB
+ * ones, and the buffers' size serves the slot layout of broadcasts and one-round
+ * all-gathers (algo/native/shm_native.c: 8 slots of 256 KiB instead of 2). With more
+ * ranks than CPUs every round of an all-reduce, reduce-scatter or all-to-all waits for
+ * every rank to have run, which there means a process switch, so fewer, larger rounds
+ * win (4 ranks on 2 cores, medians of 5, busbw GB/s, 256 KiB against 1 MiB: all-reduce
+ * 1 MiB 5.6 / 6.9, 64 MiB 3.2 / 3.6; all-to-all 5.6 / 7.5 and 3.1 / 3.6; reduce-scatter
+ * 3.8 / 5.2 and 3.2 / 3.8; 8 ranks, all-reduce 2.2 / 2.9 and 1.5 / 2.2; 2M and 4M no
+ * better). Only while the host's segments stay within 48 MiB, below Docker's default
+ * /dev/shm of 64 MiB (8 ranks would need 72; 256 KiB otherwise). The online CPU count,
+ * not this process's affinity, so that every rank of the host sizes its segment alike. */
+enum { AREA_LARGE = 1 << 20, AREA_HOST_BUDGET = 48 << 20 };
 
 /* The rings' geometry from COLLIE_SHM_NSLOTS and COLLIE_SHM_SLOT_SIZE, as every rank of a
  * host computes it. */
@@ -225,9 +228,16 @@ static bool host_crowded(int nlocal) {
 
 size_t collie_shm_area_bytes(int nlocal) {
   size_t set = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
-  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE) || !host_crowded(nlocal)) return set;
-  const size_t host = (size_t)nlocal * (rings_bytes(nlocal) + 2 * AREA_OVERSUBSCRIBED + 8192);
-  return host <= AREA_HOST_BUDGET && set < AREA_OVERSUBSCRIBED ? AREA_OVERSUBSCRIBED : set;
+  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE)) return set;
+  const size_t host = (size_t)nlocal * (rings_bytes(nlocal) + 2 * AREA_LARGE + 8192);
+  return host <= AREA_HOST_BUDGET && set < AREA_LARGE ? AREA_LARGE : set;
+}
+
+size_t collie_shm_round_bytes(int nlocal) {
+  const size_t area = collie_shm_area_bytes(nlocal);
+  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE) || host_crowded(nlocal)) return area;
+  const size_t set = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
+  return set < area ? set : area;
 }
 
 collie_result_t collie_shm_create(collie_comm_t *comm) {
@@ -244,11 +254,14 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   size_t coll = collie_shm_area_bytes(comm->nlocal);
   if (coll && comm->nlocal == comm->nranks) {
     st->area_size = (coll + 4095) & ~(size_t)4095;
+    st->round_size = (collie_shm_round_bytes(comm->nlocal) + 4095) & ~(size_t)4095;
     st->area_off = (st->seg_bytes + 4095) & ~(size_t)4095;
     st->seg_bytes = st->area_off + sizeof(collie_shm_area_t) + 2 * st->area_size;
-    COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "collective area of 2 x %zu KiB per rank (%s)", st->area_size >> 10,
+    COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "collective area of 2 x %zu KiB per rank, rounds of %zu KiB (%s)",
+                st->area_size >> 10, st->round_size >> 10,
                 collie_param_from_env(COLLIE_P_SHM_COLL_SIZE) ? "COLLIE_SHM_COLL_SIZE"
-                : st->area_size == AREA_OVERSUBSCRIBED        ? "more ranks than online CPUs"
+                : st->area_size != AREA_LARGE                 ? "default: the host's segments would outgrow 48 MiB"
+                : st->crowded                                 ? "default: more ranks than online CPUs"
                                                               : "default");
     st->inl_bytes = calloc((size_t)comm->nranks, COLLIE_SHM_INLINE_BYTES); /* whole lines copied */
     if (!st->inl_bytes)

@@ -150,6 +150,7 @@ typedef struct collie_shm_state {
   uint64_t nslots, slot_size;
   size_t area_off;  /* offset of the collective area in every segment; 0: none */
   size_t area_size; /* bytes of each of its two staging buffers */
+  size_t round_size; /* bytes a round stages in them, in the two-buffer layout (shm_native.c) */
   bool crowded;      /* this host's ranks outnumber its online CPUs: the same on every rank,
                      * so protocol choices may depend on it (comm->oversubscribed may not) */
   uint64_t inl_slots; /* inline slots in use, a power of two (COLLIE_SHM_INLINE_SLOTS above) */
@@ -227,6 +228,11 @@ bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, col
  * (COLLIE_SHM_COLL_SIZE, or what it means unset there); 0: none. The same on every rank
  * of a host with the same settings. */
 size_t collie_shm_area_bytes(int nlocal);
+/* The bytes a round of the shared-memory collectives stages in the two-buffer layout
+ * (shm_native.c) on such a host: the whole buffer, except with a CPU per rank and
+ * COLLIE_SHM_COLL_SIZE unset, where the buffers are larger than the rounds (the slot
+ * layout of all-gathers and broadcasts uses all of them). */
+size_t collie_shm_round_bytes(int nlocal);
 
 collie_result_t collie_shm_create(collie_comm_t *comm);
 collie_result_t collie_shm_connect(collie_comm_t *comm);

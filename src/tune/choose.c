@@ -114,7 +114,7 @@ static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
    * differently would choose different algorithms. */
   ctx->ranks_per_core = hr == comm->nranks ? (double)hr / (st->ncpus > 0 ? st->ncpus : 1) : 1.0;
   ctx->chunk_bytes = comm->chunk_bytes;
-  ctx->area_bytes = comm->shm && comm->shm->area_off ? comm->shm->area_size : 0;
+  ctx->area_bytes = comm->shm && comm->shm->area_off ? comm->shm->round_size : 0;
   ctx->bcast_split_min = comm->nlocal == comm->nranks ? collie_native_bcast_split_min(comm) : 0;
   ctx->groups = comm->ngroups;
   ctx->group_size = comm->group_size;

@@ -206,6 +206,10 @@ target_link_libraries(runahead_check PRIVATE collie_static)
 # Forced to the shared-memory collectives (the cost model may send small rooted calls as
 # messages from 3 ranks), and the automatic choice on 2 ranks.
 add_coll_test(coll_runahead_2 300 "" ${COLL_RUN} -n 2 --timeout 280 $<TARGET_FILE:runahead_check> 3000 5)
+# 2 ranks on 2 or more CPUs, the area unset: buffers of 1 MiB and rounds of 256 KiB, all-gathers
+# of one round in 8 slots like the broadcasts, larger ones in the two halves.
+add_coll_test(coll_runahead_shm_2 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 2 --timeout 280
+              $<TARGET_FILE:runahead_check> 3000 3)
 add_coll_test(coll_runahead_shm_3 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 280 $<TARGET_FILE:runahead_check> 3000 7)
 add_coll_test(coll_runahead_shm_4 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 4 --timeout 280 $<TARGET_FILE:runahead_check> 3000 11)
 # A 1 MiB area (the default where ranks outnumber cores): a large broadcast stages in 8

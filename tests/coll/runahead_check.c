@@ -1,11 +1,12 @@
 /* Ranks drifting apart in a sequence of shared-memory collectives. In a small broadcast
  * the root waits for nobody: it runs ahead of the slowest reader by up to the inline slots
  * in use (32, or 128 where the host's ranks outnumber its CPUs: transport/shm.h), while
- * staged rounds in between reuse their staging buffers every second round. (A small reduce's other ranks wait for the
- * root's entry into each round; reduces are here to mix the rounds.) This program
- * runs one seeded random sequence on every rank: bursts of up to 300 broadcasts or 80
- * reduces from one root, of 1 to 108 int32 each (one to eight inline lines, and beyond into
- * the staging buffer),
+ * staged rounds in between reuse their staging buffers every second round. (A small
+ * reduce's other ranks wait for the root's entry into each round; reduces are here to mix
+ * the rounds.) This program
+ * runs one seeded random sequence on every rank: bursts of up to 80 broadcasts or reduces
+ * from one root, of 1 to 108 int32 each (one to eight inline lines, and beyond into the
+ * staging buffer),
  * small allreduces, 64 KiB allgathers, and large broadcasts and allreduces (up to 2 MiB:
  * a staged broadcast cuts the staging area into slots of its own, while the allreduce
  * fills each of its two halves, so a root running ahead switches between the layouts
@@ -14,7 +15,8 @@
  * 256 KiB, from a buffer of collie_mem_alloc, which the others may read in place, or of
  * malloc, which they may not, with a small broadcast between: a root that publishes where
  * its buffer is must not overwrite what a slower rank still reads for an earlier call.
- * Ranks sleep at random moments so that some fall behind. Every result is checked.
+ * Ranks sleep at random moments so that some fall behind, and every 500 iterations all
+ * but one sleep 3 ms while that one broadcasts 300 times. Every result is checked.
  *   runahead_check [iterations] [seed]      (launched by collie-run) */
 #include <stdint.h>
 #include <stdio.h>
@@ -77,22 +79,22 @@ int main(int argc, char **argv) {
   uint64_t shared = seed | 1, own = (seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(me + 1))) | 1;
   int bad = 0, kind = 0, root = 0, burst = 0;
   for (int it = 0; it < iters && !bad; it++) {
+    /* A rank falls behind now and then; the others run on as far as the protocol lets them. */
+    if (next(&own) % 8 == 0) usleep((useconds_t)(next(&own) % 300));
+    /* Now and then the readers fall far behind a root that broadcasts 300 times: it
+     * reaches the end of its run-ahead, however many inline slots it has. */
+    if (it % 500 == 250) {
+      const int far_root = it / 500 % n;
+      if (me != far_root) usleep(3000);
+      for (int b = 0; b < 300 && !bad; b++) bad = bcast(comm, out, 1 + (size_t)b % MAX_SMALL, far_root, me, it, b % 4);
+    }
     /* Bursts of one kind and root: a root broadcasting many times in a row is what runs
-     * ahead; a burst of small broadcasts may outlast the inline slots (32, or 128 with more
-     * ranks than CPUs). */
+     * ahead; a burst may outlast 32 inline slots. */
     if (burst-- <= 0) {
       kind = (int)(next(&shared) % 12);
       root = (int)(next(&shared) % (uint64_t)n);
-      const uint64_t longest = kind < 4 ? 300 : kind < 6 || kind == 11 ? 80 : kind == 10 ? 20 : kind >= 8 ? 6 : 1;
+      const uint64_t longest = kind < 6 || kind == 11 ? 80 : kind == 10 ? 20 : kind >= 8 ? 6 : 1;
       burst = (int)(next(&shared) % longest);
-    }
-    /* A rank falls behind now and then; the others run on as far as the protocol lets them.
-     * In a burst of small broadcasts the root never pauses and a reader pauses longer, so
-     * that the root reaches the end of its run-ahead however many inline slots it has. */
-    if (next(&own) % 8 == 0) {
-      const uint64_t pause = next(&own);
-      if (kind >= 4) usleep((useconds_t)(pause % 300));
-      else if (me != root) usleep((useconds_t)(pause % 3000));
     }
     size_t count = 1 + next(&shared) % MAX_SMALL;
     if (kind == 8 || kind == 9) /* staged, several rounds */

@@ -65,11 +65,18 @@ refused 2 COLLIE_TCP_NSOCKS "ranks 0 and 1" "COLLIE_TRANSPORT=tcp" "COLLIE_TRANS
 # Two hosts (as COLLIE_HOST_ID says): the shared-memory sizes must agree within a host only.
 refused 4 COLLIE_SHM_NSLOTS "ranks 2 and 3" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=b COLLIE_SHM_NSLOTS=4" "COLLIE_HOST_ID=b"
 refused 3 COLLIE_SHM_SLOT_SIZE "ranks 0 and 1" "" "COLLIE_SHM_SLOT_SIZE=64K"
-# Unset, the collective area is 256K, or 1M with more ranks than online CPUs: 512K differs
-# from both, and the value unset means on this machine agrees with unset.
+# Unset, the collective area has buffers of 1M while a host's segments fit in 48 MiB, with
+# rounds of 1M where the host's ranks outnumber its online CPUs and of 256K (which no value
+# sets: a value sets both) where they do not: 512K differs from every case, 1M agrees with
+# unset only for more ranks than CPUs.
 refused 3 COLLIE_SHM_COLL_SIZE "ranks 0 and 1" "" "COLLIE_SHM_COLL_SIZE=512K"
-unset_area=256K
-[ 3 -gt "$(getconf _NPROCESSORS_ONLN)" ] && unset_area=1M
+cpus=$(getconf _NPROCESSORS_ONLN)
+if [ 3 -gt "$cpus" ]; then
+  works "COLLIE_SHM_COLL_SIZE=1M (what unset means for 3 ranks on $cpus CPUs) on one rank" 3 "" "COLLIE_SHM_COLL_SIZE=1M"
+else
+  refused 3 COLLIE_SHM_COLL_SIZE "ranks 0 and 1" "" "COLLIE_SHM_COLL_SIZE=1M"
+fi
+[ 2 -le "$cpus" ] && refused 2 COLLIE_SHM_COLL_SIZE "ranks 0 and 1" "" "COLLIE_SHM_COLL_SIZE=1M"
 # A value refused on one rank only (exported on one host): every rank must give its
 # sentence at once; the others waited out COLLIE_CONNECT_TIMEOUT ("missing: 2").
 for who in 0 2; do
@@ -84,7 +91,6 @@ done
 works "another COLLIE_SHM_NSLOTS on the second host" 4 "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=b COLLIE_SHM_NSLOTS=4" "COLLIE_HOST_ID=b COLLIE_SHM_NSLOTS=4"
 works "another COLLIE_SHM_COLL_SIZE on the second host (no host has every rank: no area)" 4 "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=a" "COLLIE_HOST_ID=b COLLIE_SHM_COLL_SIZE=0" "COLLIE_HOST_ID=b COLLIE_SHM_COLL_SIZE=0"
 works "COLLIE_TCP_NSOCKS on one rank, one host, shared memory" 3 "" "COLLIE_TCP_NSOCKS=3"
-works "COLLIE_SHM_COLL_SIZE=$unset_area (what unset means for 3 ranks here) on one rank" 3 "" "COLLIE_SHM_COLL_SIZE=$unset_area"
 works "COLLIE_CHUNK_SIZE=64K (what unset means on one host) on one rank" 3 "COLLIE_CHUNK_SIZE=64K"
 works "COLLIE_CHUNK_SIZE=1M (what unset means with TCP) on the rank that forces TCP" 3 "" "COLLIE_TRANSPORT=tcp COLLIE_CHUNK_SIZE=1M"
 works "COLLIE_ALGO written two ways" 3 "COLLIE_ALGO=allreduce:ring;allgather:ring" "COLLIE_ALGO=allreduce:ring,allgather:ring" "COLLIE_ALGO=allreduce:ring;;allgather:ring"

@@ -36,13 +36,13 @@ enum { COLLIE_SHM_STREAM_ROUND_MAX = 256 << 10 };
 
 /* The bytes a round of coll stages per block (or per vector). */
 static size_t round_bytes(const collie_comm_t *comm, collie_coll_t coll) {
-  const size_t area = comm->shm->area_size;
+  const size_t area = comm->shm->area_size, round = comm->shm->round_size;
   switch (coll) {
     case COLLIE_COLL_REDUCE_SCATTER:
-    case COLLIE_COLL_ALLTOALL: return area / (size_t)comm->nranks;
+    case COLLIE_COLL_ALLTOALL: return round / (size_t)comm->nranks;
     case COLLIE_COLL_BROADCAST:
     case COLLIE_COLL_ALLGATHER: return area < COLLIE_SHM_STREAM_ROUND_MAX ? area : COLLIE_SHM_STREAM_ROUND_MAX;
-    default: return area;
+    default: return round;
   }
 }
 
@@ -141,16 +141,25 @@ static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g
   memcpy(a->inl_ext[inl_slot(comm, g)], ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
 }
 
-/* The area's two layouts. Most collectives stage round g in buffer g mod 2, of the area's
- * size. A staged broadcast cuts both buffers into slots of its round's size and stages
- * round g in slot g mod slots: with a 1 MiB area, 8 slots of 256 KiB, so that the root
- * runs up to 8 rounds ahead of its readers instead of 2, and with more ranks than cores
- * hands its core over once per 2 MiB rather than per 512 KiB (4 ranks on 2 cores, 1 MiB
- * broadcast in place, medians of 5: 11.0 against 12.9 GB/s busbw; 64 MiB 7.0 against 8.6).
- * With a 256 KiB area both layouts are the same. */
+/* The area's two layouts. Most collectives stage round g in buffer g mod 2 (its first
+ * round_size bytes). A staged broadcast cuts both buffers into slots of its round's size
+ * and stages round g in slot g mod slots: with a 1 MiB area, 8 slots of 256 KiB, so that
+ * the root runs up to 8 rounds ahead of its readers instead of 2, and with more ranks than
+ * cores hands its core over once per 2 MiB rather than per 512 KiB (4 ranks on 2 cores,
+ * 1 MiB broadcast in place, medians of 5: 11.0 against 12.9 GB/s busbw; 64 MiB 7.0
+ * against 8.6). With a CPU per rank an all-gather of one round does the same: a rank that
+ * rewrites lines a peer read two calls ago waits while the peer's copies are invalidated,
+ * one line at a time, and 8 slots leave the peer time to drop them (2 ranks, 256 KiB,
+ * medians of 6 alternating runs: 18.7 us against 10.1, the staging copy alone 14 us
+ * against 5.6; the drain's 3.4 either way). Larger all-gathers keep the two buffers, whose
+ * lines stay in the caches between rounds, and so do all-gathers with more ranks than CPUs
+ * (4 ranks on 2 cores, 4 and 16 MiB: 5 to 13% slower in slots). With a 256 KiB area both
+ * layouts are the same. */
 enum { LAYOUT_BUFFERS, LAYOUT_SLOTS };
 static int layout(const collie_op_t *op) {
-  return op->coll == COLLIE_COLL_BROADCAST ? LAYOUT_SLOTS : LAYOUT_BUFFERS;
+  if (op->coll == COLLIE_COLL_BROADCAST) return LAYOUT_SLOTS;
+  return op->coll == COLLIE_COLL_ALLGATHER && op->nat_nrounds == 1 && !op->comm->shm->crowded ? LAYOUT_SLOTS
+                                                                                             : LAYOUT_BUFFERS;
 }
 
 static uint64_t area_slots(const collie_comm_t *comm) {
