@@ -102,18 +102,20 @@ void collie_settings_read(const collie_comm_t *comm, collie_settings_t *s) {
    * (transport/shm.c): 1M on one rank and unset on another agree where unset means 1M.
    * Compared only when every rank shares one host (nranks is then its rank count). */
   from_param(s, COLLIE_SET_SHM_COLL_SIZE, COLLIE_P_SHM_COLL_SIZE, NULL);
-  const size_t area = collie_shm_area_bytes(comm->nranks), round = collie_shm_round_bytes(comm->nranks);
-  if (!collie_param_from_env(COLLIE_P_SHM_COLL_SIZE) && round == area)
-    snprintf(s->shown[COLLIE_SET_SHM_COLL_SIZE], COLLIE_SETTING_SHOWN,
-             "has it unset (%zu KiB for %d ranks on %ld online CPUs)", area >> 10, comm->nranks,
-             sysconf(_SC_NPROCESSORS_ONLN));
-  else if (!collie_param_from_env(COLLIE_P_SHM_COLL_SIZE))
-    snprintf(s->shown[COLLIE_SET_SHM_COLL_SIZE], COLLIE_SETTING_SHOWN,
-             "has it unset (%zu KiB buffers, %zu KiB rounds: %d ranks, %ld CPUs)", area >> 10, round >> 10,
-             comm->nranks, sysconf(_SC_NPROCESSORS_ONLN));
+  const collie_shm_area_sizes_t area = collie_shm_area_sizes(comm->nranks);
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  char *shown = s->shown[COLLIE_SET_SHM_COLL_SIZE];
+  if (!collie_param_from_env(COLLIE_P_SHM_COLL_SIZE)) { /* what unset means here; a value set shows as set */
+    if (area.round == area.buffer)
+      snprintf(shown, COLLIE_SETTING_SHOWN, "has it unset (%zu KiB for %d ranks on %ld online CPUs)",
+               area.buffer >> 10, comm->nranks, cpus);
+    else
+      snprintf(shown, COLLIE_SETTING_SHOWN, "has it unset (%zu KiB buffers, %zu KiB rounds: %d ranks, %ld CPUs)",
+               area.buffer >> 10, area.round >> 10, comm->nranks, cpus);
+  }
   /* Unset, the rounds may be smaller than the buffers, which no value set does: the two
    * sizes together decide the layout (the rounds are 256 KiB when smaller) */
-  s->key[COLLIE_SET_SHM_COLL_SIZE] = (uint64_t)area * 2 + (round != area);
+  s->key[COLLIE_SET_SHM_COLL_SIZE] = (uint64_t)area.buffer * 2 + (area.round != area.buffer);
 }
 
 /* The pairs setup_transports will join by shared memory. */

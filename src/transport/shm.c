@@ -226,18 +226,12 @@ static bool host_crowded(int nlocal) {
   return cpus >= 1 && nlocal > cpus;
 }
 
-size_t collie_shm_area_bytes(int nlocal) {
-  size_t set = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
-  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE)) return set;
-  const size_t host = (size_t)nlocal * (rings_bytes(nlocal) + 2 * AREA_LARGE + 8192);
-  return host <= AREA_HOST_BUDGET && set < AREA_LARGE ? AREA_LARGE : set;
-}
-
-size_t collie_shm_round_bytes(int nlocal) {
-  const size_t area = collie_shm_area_bytes(nlocal);
-  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE) || host_crowded(nlocal)) return area;
+collie_shm_area_sizes_t collie_shm_area_sizes(int nlocal) {
   const size_t set = (size_t)collie_param_int(COLLIE_P_SHM_COLL_SIZE);
-  return set < area ? set : area;
+  if (collie_param_from_env(COLLIE_P_SHM_COLL_SIZE)) return (collie_shm_area_sizes_t){set, set};
+  const size_t host = (size_t)nlocal * (rings_bytes(nlocal) + 2 * AREA_LARGE + 8192);
+  if (host > AREA_HOST_BUDGET || set >= AREA_LARGE) return (collie_shm_area_sizes_t){set, set};
+  return (collie_shm_area_sizes_t){AREA_LARGE, host_crowded(nlocal) ? AREA_LARGE : set};
 }
 
 collie_result_t collie_shm_create(collie_comm_t *comm) {
@@ -251,10 +245,10 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   st->inl_slots = st->crowded ? COLLIE_SHM_INLINE_SLOTS : COLLIE_SHM_INLINE_SLOTS_UNCROWDED;
   /* The collective area exists when every rank shares this host: the shared-memory
    * collectives need all ranks' areas. Its pages are touched only when used. */
-  size_t coll = collie_shm_area_bytes(comm->nlocal);
-  if (coll && comm->nlocal == comm->nranks) {
-    st->area_size = (coll + 4095) & ~(size_t)4095;
-    st->round_size = (collie_shm_round_bytes(comm->nlocal) + 4095) & ~(size_t)4095;
+  const collie_shm_area_sizes_t coll = collie_shm_area_sizes(comm->nlocal);
+  if (coll.buffer && comm->nlocal == comm->nranks) {
+    st->area_size = (coll.buffer + 4095) & ~(size_t)4095;
+    st->round_size = (coll.round + 4095) & ~(size_t)4095;
     st->area_off = (st->seg_bytes + 4095) & ~(size_t)4095;
     st->seg_bytes = st->area_off + sizeof(collie_shm_area_t) + 2 * st->area_size;
     COLLIE_INFO(COLLIE_SUB_INIT, comm->rank, "collective area of 2 x %zu KiB per rank, rounds of %zu KiB (%s)",

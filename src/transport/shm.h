@@ -104,6 +104,12 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
 #define COLLIE_SHM_INLINE_SLOTS_UNCROWDED 32
 #define COLLIE_SHM_ROOT_CLAIMS 256
 _Static_assert(COLLIE_SHM_ROOT_CLAIMS > COLLIE_SHM_INLINE_SLOTS, "a root's claim outlives its run-ahead");
+_Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 &&
+                   (COLLIE_SHM_INLINE_SLOTS_UNCROWDED & (COLLIE_SHM_INLINE_SLOTS_UNCROWDED - 1)) == 0 &&
+                   COLLIE_SHM_INLINE_SLOTS_UNCROWDED >= 2 &&
+                   COLLIE_SHM_INLINE_SLOTS_UNCROWDED <= COLLIE_SHM_INLINE_SLOTS,
+               "inline slots (inl_slot masks with their count): powers of two, the uncrowded count at most the "
+               "area's");
 #define COLLIE_SHM_INLINE_FIRST 40
 #define COLLIE_SHM_INLINE_NEXT 64
 #define COLLIE_SHM_INLINE_EXT 7
@@ -224,15 +230,16 @@ bool collie_shm_locate(const collie_comm_t *comm, const void *p, size_t len, col
 /* Phase 1: create this rank's segment. Phase 2 (after all local ranks created theirs):
  * map the peers' segments and set up their transport state. Phase 3 (after all mapped):
  * unlink. The caller runs a barrier between the phases. */
-/* The bytes of each of the two buffers of the collective area of a host with nlocal ranks
- * (COLLIE_SHM_COLL_SIZE, or what it means unset there); 0: none. The same on every rank
- * of a host with the same settings. */
-size_t collie_shm_area_bytes(int nlocal);
-/* The bytes a round of the shared-memory collectives stages in the two-buffer layout
- * (shm_native.c) on such a host: the whole buffer, except with a CPU per rank and
+/* The collective area of a host with nlocal ranks (COLLIE_SHM_COLL_SIZE, or what it means
+ * unset there), the same on every rank of a host with the same settings: the bytes of
+ * each of its two buffers (0: none), and of a round in the two-buffer layout
+ * (shm_native.c). The round is the whole buffer, except with a CPU per rank and
  * COLLIE_SHM_COLL_SIZE unset, where the buffers are larger than the rounds (the slot
  * layout of all-gathers and broadcasts uses all of them). */
-size_t collie_shm_round_bytes(int nlocal);
+typedef struct {
+  size_t buffer, round;
+} collie_shm_area_sizes_t;
+collie_shm_area_sizes_t collie_shm_area_sizes(int nlocal);
 
 collie_result_t collie_shm_create(collie_comm_t *comm);
 collie_result_t collie_shm_connect(collie_comm_t *comm);

@@ -137,8 +137,9 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
 static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
   char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
-  memcpy(a->inl[inl_slot(comm, g)].data, buf, COLLIE_SHM_INLINE_FIRST);
-  memcpy(a->inl_ext[inl_slot(comm, g)], ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
+  const unsigned i0 = inl_slot(comm, g);
+  memcpy(a->inl[i0].data, buf, COLLIE_SHM_INLINE_FIRST);
+  memcpy(a->inl_ext[i0], ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
 }
 
 /* The area's two layouts. Most collectives stage round g in buffer g mod 2 (its first

@@ -18,11 +18,6 @@ static inline collie_shm_area_t *shm_area_of(collie_comm_t *comm, int rank) { re
 static inline unsigned inl_slot(const collie_comm_t *comm, uint64_t g) {
   return (unsigned)(g & (comm->shm->inl_slots - 1));
 }
-_Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 &&
-                   (COLLIE_SHM_INLINE_SLOTS_UNCROWDED & (COLLIE_SHM_INLINE_SLOTS_UNCROWDED - 1)) == 0 &&
-                   COLLIE_SHM_INLINE_SLOTS_UNCROWDED >= 2 &&
-                   COLLIE_SHM_INLINE_SLOTS_UNCROWDED <= COLLIE_SHM_INLINE_SLOTS,
-               "inline slots: powers of two, the uncrowded count at most the area's");
 
 /* Where rank `rank` published its buffers for first round g (the single-copy path): by
  * inline slot, as the fingerprints, since a broadcast root runs slots ahead (shm.h). */
