@@ -47,7 +47,9 @@ collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_
     collie_op_discard(op);
     return res;
   }
-  if (comm->has_progress_thread) *kick = comm->progress_asleep; /* see progress_main */
+  /* A blocking call's caller waits next and moves the data itself (wait.c): no need to
+   * wake the progress thread, a system call per call. */
+  if (comm->has_progress_thread && !(*req)->in_frame) *kick = comm->progress_asleep; /* see progress_main */
   else if (op->native && comm->ops == op) collie_progress(comm);
   return res;
 }

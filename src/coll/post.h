@@ -7,7 +7,7 @@
 
 /* Posts op under the comm lock; on failure discards it. A shared-memory collective that
  * heads the queue starts at once (its first round published while the lock is held
- * anyway), unless a progress thread runs it. */
+ * anyway), unless a progress thread runs it (a nonblocking call's with one). */
 collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
 /* The same, with comm->lock already held. *kick: the progress thread sleeps for want of
  * work, and the caller wakes it (collie_progress_kick) once it has let go of the lock,

@@ -132,6 +132,11 @@ struct collie_comm {
    * the thread found nothing to do and may be asleep, so a post must wake it. */
   _Atomic uint32_t progress_kick;
   bool progress_asleep;
+  /* Threads inside a wait (collie_wait, a blocking call, a synchronize) on this
+   * communicator: each moves the data itself, and while there are any the progress thread
+   * stands aside (progress_main), so that the two do not take turns on the lock and the
+   * cores. The last one to leave wakes it if operations remain. */
+  _Atomic int driving;
 };
 
 static inline void collie_set_wait_peer(collie_comm_t *comm, int rank) {

@@ -87,7 +87,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                "use, each rank starts on the CPU of its local index (its affinity mask stays as it "
                                "was); 0: leave placement to the scheduler.", "0-1"},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
-                                  "1: a background thread progresses nonblocking operations.", "0-1"},
+                                  "1: a background thread moves nonblocking operations while the application "
+                                  "computes (a thread that waits moves them itself).", "0-1"},
     [COLLIE_P_SPIN] = {"COLLIE_SPIN", COLLIE_PT_INT, "20",
                        "Microseconds a waiting rank polls before it starts yielding its core (0 when the "
                        "host's ranks outnumber its cores, unless set; then a rank in a shared-memory "

@@ -576,7 +576,7 @@ const collie_transport_t collie_transport_shm = {"shm", shm_progress, shm_close}
 uint32_t collie_shm_sleep_prepare(collie_comm_t *comm) {
   collie_shm_seg_hdr_t *h = comm->shm->mine;
   uint32_t v = atomic_load(&h->doorbell);
-  atomic_store(&h->sleeping, 1);
+  atomic_fetch_add(&h->sleeping, 1); /* a count: a waiter and the progress thread may both sleep */
   return v;
 }
 
@@ -584,7 +584,7 @@ void collie_shm_sleep(collie_comm_t *comm, uint32_t seen, int timeout_ms) {
   collie_futex_wait(&comm->shm->mine->doorbell, seen, timeout_ms);
 }
 
-void collie_shm_sleep_done(collie_comm_t *comm) { atomic_store(&comm->shm->mine->sleeping, 0); }
+void collie_shm_sleep_done(collie_comm_t *comm) { atomic_fetch_sub(&comm->shm->mine->sleeping, 1); }
 
 void collie_shm_yield(collie_comm_t *comm) {
   _Atomic uint32_t *away = &comm->shm->mine->away;

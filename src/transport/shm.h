@@ -19,7 +19,7 @@
 typedef struct {
   _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
   char pad0[60];
-  _Atomic uint32_t sleeping; /* we are (about to be) asleep on the doorbell */
+  _Atomic uint32_t sleeping; /* how many of our threads are (about to be) asleep on the doorbell */
   _Atomic uint32_t away;     /* we are in sched_yield, with more ranks than cores: with `sleeping`,
                               * a hint for waiters, who poll only while we may run (wait.c) */
   char pad1[56];

@@ -85,6 +85,17 @@ add_coll_test(coll_portable_kernels_3 300 "COLLIE_REDUCE_ISA=portable" ${COLL_RU
 
 # The background progress thread.
 add_coll_test(coll_progress_thread_3 300 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK})
+# ... moves nonblocking operations while the ranks sleep, and stands aside while they wait
+# (progress_overlap_check.c): 2 ranks (a rank and its thread per core) and 4 (four threads
+# per core), over shared memory and TCP.
+add_executable(progress_overlap_check ${CMAKE_CURRENT_LIST_DIR}/progress_overlap_check.c)
+target_link_libraries(progress_overlap_check PRIVATE collie_static)
+foreach(n 2 4)
+  add_coll_test(coll_progress_overlap_${n} 120 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n ${n} --timeout 100
+                $<TARGET_FILE:progress_overlap_check>)
+endforeach()
+add_coll_test(coll_progress_overlap_tcp_3 120 "COLLIE_PROGRESS_THREAD=1;COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n 3
+              --timeout 100 $<TARGET_FILE:progress_overlap_check>)
 
 # Signals interrupting the library (coll_check --signal-storm: SIGALRM and SIGPROF every 20
 # to 500 us through handlers without SA_RESTART, as a profiler or a timer would): shared
