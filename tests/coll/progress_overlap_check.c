@@ -24,7 +24,9 @@
 
 enum { SMALL = 16, MEDIUM = 1 << 20, LARGE = 1 << 22 }; /* int32: 64 B, 4 MiB, 16 MiB */
 
-static int32_t value(int round, int rank, size_t j) { return (int32_t)((round * 31 + rank * 7 + (int)(j % 977)) & 0xfff); }
+static int32_t value(int round, int rank, size_t j) {
+  return (int32_t)((round * 31 + rank * 7 + (int)(j % 977)) & 0xfff);
+}
 
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
