@@ -73,6 +73,15 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
   collie_comm_wake(comm);
 }
 
+bool collie_comm_await_failure(collie_comm_t *comm) {
+  const int64_t until = collie_now_ns() + 300 * 1000000LL;
+  while (!atomic_load(&comm->failed) && collie_now_ns() < until) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return atomic_load(&comm->failed) != 0;
+}
+
 collie_result_t collie_init_no_memory(collie_comm_t *comm, int rank, const char *what) {
   return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d ran out of memory creating the communicator (%s): " COLLIE_MEMORY_ADVICE,
                       rank, what);

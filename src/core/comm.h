@@ -150,6 +150,12 @@ const char *collie_comm_last_error(const collie_comm_t *comm);
  * with `msg`. Unless `from_remote`, the other ranks are told through the control channel. */
 void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* For a peer found gone (its connection closed, its process exited): a rank usually leaves
+ * because the communicator failed elsewhere first, and rank 0's notice of that cause may
+ * still be on its way over the control channel (read by this rank's watchdog, which fails
+ * the communicator without comm->lock, so callers may hold it). Waits up to 300 ms for the
+ * communicator to fail, and returns whether it has: the caller then blames nobody itself. */
+bool collie_comm_await_failure(collie_comm_t *comm);
 /* An allocation failed while this rank posted `fn` (a collective, a send or receive, a
  * split): the other ranks have posted their part or will, and would wait for this rank's
  * until COLLIE_EXEC_TIMEOUT, so the communicator fails on every rank at once with this

@@ -182,12 +182,6 @@ typedef struct collie_shm_state {
  * on first use and kept until the communicator is destroyed. NULL after failing the
  * communicator with a sentence (the peer's allocation could not be opened or is gone). */
 char *collie_shm_peer_buffer(collie_comm_t *comm, int rank, const collie_shm_bufloc_t *loc);
-/* For a peer process found gone (its allocation, or its memory for process_vm_readv): a
- * rank exits once its communicator failed, and the notice of that failure (relayed by
- * rank 0, read by this rank's watchdog) may still be on its way. This rank should report
- * that failure, the cause, rather than the peer's exit: waits for the notice, up to 2 s,
- * and returns whether the communicator has failed. */
-bool collie_shm_await_failure(collie_comm_t *comm);
 void collie_shm_unmap_peers(collie_shm_state_t *st);
 /* The single-copy probe. Create phase: offer a page. Connect phase: map every peer's and
  * publish whether all worked. After the barrier that follows: direct_ok = every rank could

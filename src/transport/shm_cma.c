@@ -129,7 +129,7 @@ static int rw_fail(collie_comm_t *comm, int peer, pid_t pid, uint64_t len, bool 
   if (atomic_load(&comm->failed)) return -1;
   collie_peer_desc(comm, peer, pd, sizeof(pd));
   const bool gone = err == ESRCH || (err == EFAULT && peer_gone(pid));
-  if (gone && collie_shm_await_failure(comm)) return -1;
+  if (gone && collie_comm_await_failure(comm)) return -1;
   if (gone)
     collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
                      "%s died while rank %d was %s its %llu-byte buffer (%s: %s); check that rank's log and exit "

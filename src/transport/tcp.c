@@ -81,12 +81,7 @@ static collie_xfer_t *find(collie_xfer_t *q, uint64_t seq) {
 
 static int peer_failed(collie_comm_t *comm, collie_peer_t *peer, const char *during, int err) {
   char pd[160];
-  /* A peer that closes may only be leaving because another rank failed first: rank 0's
-   * notice of the real cause travels on the control channel, so give it a moment to land
-   * before blaming this peer. */
-  int64_t until = collie_now_ns() + 300 * 1000000LL;
-  while (!atomic_load(&comm->failed) && collie_now_ns() < until) usleep(1000);
-  if (atomic_load(&comm->failed)) return -1;
+  if (collie_comm_await_failure(comm)) return -1; /* the peer left because another rank failed */
   collie_peer_desc(comm, peer->rank, pd, sizeof(pd));
   if (err == 0 || err == ECONNRESET || err == EPIPE)
     collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
