@@ -130,11 +130,19 @@ start_loop() {
     h=${holders[0]}
     [ $r = 2 ] && h=${holders[1]}
     COLLIE_KEEPALIVE=4 COLLIE_EXEC_TIMEOUT=60 COLLIE_SOCKET_IFNAME=eth0 COLLIE_TRANSPORT=tcp COLLIE_RANK=$r \
-      COLLIE_DEBUG=WARN timeout -s KILL 90 nsenter -t "$h" -m -n -u "$perf" -b 8 -e 8 -n 1000000000 -w 1 -c 0 \
-      >"$dir/$r.out" 2>&1 &
+      COLLIE_DEBUG=INFO COLLIE_DEBUG_SUBSYS=INIT timeout -s KILL 90 nsenter -t "$h" -m -n -u "$perf" -b 8 -e 8 \
+      -n 1000000000 -w 1 -c 0 >"$dir/$r.out" 2>&1 &
     pids+=($!)
   done
-  for _ in $(seq 100); do grep -q "^ *8 " "$dir/0.out" 2>/dev/null && return; sleep 0.1; done
+  # The perf line comes only at the end (1e9 iterations); the INIT line on stderr says the
+  # communicator is up and the loop is starting.
+  for _ in $(seq 300); do
+    n=$(grep -l "rank [0-2] of 3, .* peers" "$dir"/[012].out 2>/dev/null | wc -l)
+    [ "$n" = 3 ] && return
+    sleep 0.1
+  done
+  for r in 0 1 2; do echo "--- rank $r"; cat "$dir/$r.out"; done
+  fail "the all-reduce loop over TCP did not start within 30 s"
 }
 # A stopped rank is not a lost host: 10 s stopped, with COLLIE_KEEPALIVE=4, and the loop
 # must go on. Then its host goes: hostB's port on the bridge goes down, packets vanish.
@@ -142,7 +150,13 @@ start_loop
 rank2=$(pgrep -P "${pids[2]}" -f all_reduce_perf | head -1) # timeout's child
 [ -n "$rank2" ] || fail "cannot find rank 2's process"
 kill -STOP "$rank2"
-grep -q "^T" <(ps -o stat= -p "$rank2") || fail "rank 2 did not stop"
+# SIGSTOP takes effect asynchronously (every thread must stop), so look for a while.
+stopped=0
+for _ in $(seq 50); do
+  case "$(ps -o stat= -p "$rank2")" in T*) stopped=1; break ;; esac
+  sleep 0.1
+done
+[ $stopped = 1 ] || fail "rank 2 did not stop within 5 s of SIGSTOP (state '$(ps -o stat= -p "$rank2")')"
 sleep 10
 kill -CONT "$rank2"
 sleep 1
