@@ -81,7 +81,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "
                                "they copy from a buffer in memory (the caller's or a peer's, not a staging "
-                               "buffer); 0: never.", NULL},
+                               "buffer); 0: never. The size holds for 2 ranks on a host, which share its caches: "
+                               "with n ranks it is 2/n of it, at least half (4 ranks and more).", NULL},
     [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",
                                "1: at a process's first communicator, when the host's ranks fit on the CPUs it may "
                                "use, each rank starts on the CPU of its local index (its affinity mask stays as it "
