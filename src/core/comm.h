@@ -129,9 +129,11 @@ struct collie_comm {
   _Atomic int stop_progress;
   /* The progress thread sleeps on this futex word while nothing is posted; a post, a
    * failure or the stop bumps it (collie_progress_kick). `progress_asleep`, under lock:
-   * the thread found nothing to do and may be asleep, so a post must wake it. */
+   * the thread found nothing to do and may be asleep, so a post must wake it (not while it
+   * only naps: progress_main). */
   _Atomic uint32_t progress_kick;
   bool progress_asleep;
+  uint64_t posts; /* nonblocking operations posted, under lock: whether any came while the thread napped */
   /* Threads inside a wait (collie_wait, a blocking call, a synchronize) on this
    * communicator: each moves the data itself, and while there are any the progress thread
    * stands aside (progress_main), so that the two do not take turns on the lock and the

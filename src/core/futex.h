@@ -11,9 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static inline void collie_futex_wait(_Atomic uint32_t *addr, uint32_t val, int timeout_ms) {
-  struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+static inline void collie_futex_wait_us(_Atomic uint32_t *addr, uint32_t val, long timeout_us) {
+  struct timespec ts = {timeout_us / 1000000, (timeout_us % 1000000) * 1000L};
   syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static inline void collie_futex_wait(_Atomic uint32_t *addr, uint32_t val, int timeout_ms) {
+  collie_futex_wait_us(addr, val, (long)timeout_ms * 1000);
 }
 
 /* Wakes up to n waiters. */

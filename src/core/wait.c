@@ -362,20 +362,34 @@ collie_result_t collie_comm_synchronize(collie_comm_t *comm) {
   return res;
 }
 
+/* With more ranks than cores, the progress thread naps instead of sleeping while
+ * nonblocking calls keep coming. A nonblocking post, or a waiter that leaves operations
+ * behind, wakes a sleeping thread: a futex call, and a context switch that some rank needed
+ * (a nonblocking 8 B all-reduce on 4 ranks on 2 cores took 13 to 24 us instead of 2.3). A
+ * napping thread is not woken: it looks again after NAP_US by itself, so work posted for
+ * overlap starts within that. After NAP_IDLE naps without a nonblocking post it sleeps until
+ * woken, as before: naps that go on cost as much (200 us naps for 10 ms after the perf
+ * test's set-up made its blocking 4-rank loop 20% slower). */
+enum { NAP_US = 1000, NAP_IDLE = 2 };
+
 /* COLLIE_PROGRESS_THREAD=1: nonblocking operations move while the user computes. */
 static void *progress_main(void *p) {
   collie_comm_t *comm = p;
-  int idle = 0;
+  int idle = 0, naps = NAP_IDLE;
   collie_lock(&comm->lock);
   for (;;) {
     /* Read before the checks: a kick after them changes it, and the futex returns at once. */
     uint32_t kick = atomic_load(&comm->progress_kick);
     if (atomic_load(&comm->stop_progress)) break;
     if (!comm->ops || atomic_load(&comm->driving)) { /* nothing to do, or a waiter does it (drive_end) */
-      comm->progress_asleep = true;
+      const bool nap = comm->oversubscribed && naps < NAP_IDLE;
+      const uint64_t before = comm->posts;
+      comm->progress_asleep = !nap; /* a post wakes it only then */
       collie_unlock(&comm->lock);
-      collie_futex_wait(&comm->progress_kick, kick, 1000);
+      collie_futex_wait_us(&comm->progress_kick, kick, nap ? NAP_US : 1000000);
       collie_lock(&comm->lock);
+      if (comm->posts != before) naps = 0; /* nonblocking calls came: nap next time */
+      else if (nap) naps++;
       comm->progress_asleep = false;
       idle = 0;
       continue;

@@ -240,6 +240,7 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
   req->comm = comm;
   op->req = req;
   if (op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) op->seq = ++comm->coll_seq;
+  if (!req->in_frame) comm->posts++; /* nonblocking: see progress_main */
   req->coll = op->coll;
   req->seq = op->seq;
 
