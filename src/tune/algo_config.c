@@ -91,14 +91,14 @@ int collie_algo_spec_parse(const char *spec, collie_algo_rules_t *out, char *err
   return 0;
 }
 
-static const char *const proto_names[COLLIE_NUM_PROTOS] = {"simple", "ll"};
+static const char *const proto_names[COLLIE_NUM_PROTOS] = {"simple", "ll", "auto"};
 
 const char *collie_proto_name(collie_proto_t p) {
   return (unsigned)p < COLLIE_NUM_PROTOS ? proto_names[p] : "unknown";
 }
 
 int collie_proto_parse(const char *name, collie_proto_t *out, char *err, size_t errlen) {
-  *out = COLLIE_PROTO_SIMPLE;
+  *out = COLLIE_PROTO_AUTO;
   if (!name || !*name) return 0;
   for (int p = 0; p < COLLIE_NUM_PROTOS; p++)
     if (!strcasecmp(name, proto_names[p])) {
@@ -106,14 +106,14 @@ int collie_proto_parse(const char *name, collie_proto_t *out, char *err, size_t 
       return 0;
     }
   snprintf(err, errlen,
-           "COLLIE_PROTO (or collie_config_t.proto) names an unknown protocol '%s'; valid names: simple, ll "
-           "(ll is reserved for a low-latency protocol and runs as simple today)",
+           "COLLIE_PROTO (or collie_config_t.proto) names an unknown protocol '%s'; valid names: auto (the "
+           "default), simple, ll",
            name);
   return -1;
 }
 
 collie_proto_t collie_tune_proto(const collie_comm_t *comm) {
-  return comm && comm->algo_spec ? comm->algo_spec->proto : COLLIE_PROTO_SIMPLE;
+  return comm && comm->algo_spec ? comm->algo_spec->proto : COLLIE_PROTO_AUTO;
 }
 
 collie_result_t collie_check_algo_config(collie_comm_t *comm) {
@@ -140,9 +140,9 @@ collie_result_t collie_check_algo_config(collie_comm_t *comm) {
   if (comm->rank == 0 && collie_log_enabled(COLLIE_LOG_INFO, COLLIE_SUB_TUNE)) {
     char desc[1536];
     collie_tune_table_describe(&st->table, desc, sizeof(desc));
-    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank, "tuning table for a communicator of %d ranks: %s; proto %s%s; %d cores online",
-                comm->nranks, desc, collie_proto_name(st->proto),
-                st->proto == COLLIE_PROTO_LL ? " (reserved: runs as simple today)" : "", st->ncpus);
+    COLLIE_INFO(COLLIE_SUB_TUNE, comm->rank,
+                "tuning table for a communicator of %d ranks: %s; proto %s; %d cores online", comm->nranks, desc,
+                collie_proto_name(st->proto), st->ncpus);
   }
   return COLLIE_SUCCESS;
 }

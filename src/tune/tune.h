@@ -35,14 +35,19 @@ int collie_algo_spec_parse(const char *spec, collie_algo_rules_t *out, char *err
 
 /* ---- COLLIE_PROTO -------------------------------------------------------------------- */
 
+/* How the shared-memory collectives move a call that fits in a few cache lines per rank
+ * (algo/native/shm_native.c): `ll` in the lines that carry the flag (inline rounds, NCCL's
+ * LL idea), `simple` through the staging area behind separate counters. Messages (point to
+ * point, the scheduled algorithms, TCP) always travel as simple. */
 typedef enum {
-  COLLIE_PROTO_SIMPLE = 0, /* the only protocol today: the default */
-  COLLIE_PROTO_LL = 1,     /* reserved for a low-latency protocol; runs as simple today */
+  COLLIE_PROTO_SIMPLE = 0, /* staged rounds for every size */
+  COLLIE_PROTO_LL = 1,     /* inline rounds for every call that fits them */
+  COLLIE_PROTO_AUTO = 2,   /* unset: inline up to where staging gets cheaper (measured) */
   COLLIE_NUM_PROTOS
 } collie_proto_t;
 
-/* "simple" / "ll", case-insensitive; NULL or "" is simple. Returns -1 and fills err
- * (listing the valid names) for anything else. */
+/* "auto" / "simple" / "ll", case-insensitive; NULL or "" is auto. Returns -1 and fills
+ * err (listing the valid names) for anything else. */
 int collie_proto_parse(const char *name, collie_proto_t *out, char *err, size_t errlen);
 const char *collie_proto_name(collie_proto_t p);
 

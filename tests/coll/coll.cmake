@@ -34,6 +34,18 @@ add_coll_test(coll_shm_big_4 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 4 --time
 add_coll_test(coll_shm_small_slots_4 300 "COLLIE_CHUNK_SIZE=1024;COLLIE_SHM_SLOT_SIZE=4K;COLLIE_SHM_NSLOTS=2"
               ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK})
 
+# COLLIE_PROTO forced: ll carries every call of up to 488 bytes per rank in the inline lines
+# (auto stops at 232 for all-gather, all-to-all, reduce-scatter and broadcast), simple stages
+# every call, even the smallest (auto never does); 4 ranks on 2 cores also take the
+# crowded host's paths.
+foreach(n 2 4)
+  add_coll_test(coll_proto_ll_${n} 300 "COLLIE_PROTO=ll" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK} --dtypes quick)
+endforeach()
+foreach(n 3 4)
+  add_coll_test(coll_proto_simple_${n} 300 "COLLIE_PROTO=simple" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK}
+                --dtypes quick)
+endforeach()
+
 # TCP between local ranks.
 foreach(n 2 3 5)
   add_coll_test(coll_tcp_${n} 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK})

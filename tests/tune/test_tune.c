@@ -459,19 +459,21 @@ static collie_result_t one_rank(const char *proto, collie_comm_t **comm) {
 static void test_proto(void) {
   collie_proto_t p;
   char err[512];
-  EXPECT(collie_proto_parse(NULL, &p, err, sizeof err) == 0 && p == COLLIE_PROTO_SIMPLE);
+  EXPECT(collie_proto_parse(NULL, &p, err, sizeof err) == 0 && p == COLLIE_PROTO_AUTO);
+  EXPECT(collie_proto_parse("", &p, err, sizeof err) == 0 && p == COLLIE_PROTO_AUTO);
+  EXPECT(collie_proto_parse("Auto", &p, err, sizeof err) == 0 && p == COLLIE_PROTO_AUTO);
   EXPECT(collie_proto_parse("simple", &p, err, sizeof err) == 0 && p == COLLIE_PROTO_SIMPLE);
   EXPECT(collie_proto_parse("Simple", &p, err, sizeof err) == 0 && p == COLLIE_PROTO_SIMPLE);
   EXPECT(collie_proto_parse("LL", &p, err, sizeof err) == 0 && p == COLLIE_PROTO_LL);
   EXPECT(collie_proto_parse("ll128", &p, err, sizeof err) == -1);
   EXPECT_CONTAINS(err, "'ll128'");
-  EXPECT_CONTAINS(err, "valid names: simple, ll");
+  EXPECT_CONTAINS(err, "valid names: auto (the default), simple, ll");
 
   collie_comm_t *comm = NULL;
   collie_result_t r = one_rank(NULL, &comm);
   EXPECTF(r == COLLIE_SUCCESS, "%s", collie_get_last_error(NULL));
   if (!r) {
-    EXPECT(collie_tune_proto(comm) == COLLIE_PROTO_SIMPLE);
+    EXPECT(collie_tune_proto(comm) == COLLIE_PROTO_AUTO);
     collie_comm_destroy(comm);
   }
   r = one_rank("ll", &comm);
@@ -483,7 +485,7 @@ static void test_proto(void) {
   comm = NULL;
   r = one_rank("fast", &comm);
   EXPECT(r == COLLIE_ERR_INVALID_ARGUMENT && comm == NULL);
-  EXPECT_CONTAINS(collie_get_last_error(NULL), "unknown protocol 'fast'; valid names: simple, ll");
+  EXPECT_CONTAINS(collie_get_last_error(NULL), "unknown protocol 'fast'; valid names: auto (the default), simple, ll");
 
   setenv("COLLIE_PROTO", "turbo", 1);
   collie_params_reload();
@@ -497,7 +499,10 @@ static void test_proto(void) {
   collie_params_reload();
   r = one_rank(NULL, &comm);
   EXPECTF(r == COLLIE_SUCCESS, "%s", collie_get_last_error(NULL));
-  if (!r) collie_comm_destroy(comm);
+  if (!r) {
+    EXPECT(collie_tune_proto(comm) == COLLIE_PROTO_SIMPLE);
+    collie_comm_destroy(comm);
+  }
   unsetenv("COLLIE_PROTO");
   collie_params_reload();
 }

@@ -86,9 +86,9 @@ grep -q "invalid argument.*COLLIE_TUNING_FILE: $tmp/bad.tune line 3: 'shm.beta_u
 COLLIE_PROTO=ll128 "$perf" -p 2 -b 8 -e 8 >"$tmp/proto.out" 2>"$tmp/proto.err"
 rc=$?
 [ $rc -ne 0 ] || fail "all_reduce_perf ran with COLLIE_PROTO=ll128"
-grep -q "unknown protocol 'll128'; valid names: simple, ll" "$tmp/proto.err" ||
+grep -q "unknown protocol 'll128'; valid names: auto (the default), simple, ll" "$tmp/proto.err" ||
   { fail "the COLLIE_PROTO error does not list the valid names"; show "$tmp/proto.err"; }
-COLLIE_PROTO=ll "$perf" -p 2 -b 8 -e 64K -f 64 >"$tmp/ll.out" 2>&1 || fail "COLLIE_PROTO=ll (runs as simple) failed"
+COLLIE_PROTO=ll "$perf" -p 2 -b 8 -e 64K -f 64 >"$tmp/ll.out" 2>&1 || fail "COLLIE_PROTO=ll failed"
 
 if [ $fails -ne 0 ]; then
   echo "tune_end_to_end: $fails check(s) FAILED"

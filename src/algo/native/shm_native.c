@@ -10,6 +10,7 @@
 #include "core/store_choice.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
+#include "tune/tune.h"
 #include "transport/transport.h"
 
 enum { PH_FILL, PH_COMBINE, PH_DRAIN };
@@ -71,6 +72,11 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * it stages from 5 lines too (2 ranks, 5 lines: 0.181 against 0.172, 8 lines: 0.230
  * against 0.175). Every rank must choose alike: hence the host's count of CPUs. */
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
+  switch (collie_tune_proto(comm)) { /* COLLIE_PROTO, the same on every rank (settings.c) */
+    case COLLIE_PROTO_SIMPLE: return 0;
+    case COLLIE_PROTO_LL: return 1 + COLLIE_SHM_INLINE_EXT;
+    default: break;
+  }
   switch (coll) {
     case COLLIE_COLL_ALLGATHER:
     case COLLIE_COLL_ALLTOALL:
