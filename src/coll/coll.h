@@ -21,15 +21,10 @@ typedef struct {
 
 /* Whether a collective whose receive buffer (or an in-place copy of its input) has this
  * many bytes writes it with streaming stores: larger than the caches, reading it into
- * them first would only cost memory traffic (COLLIE_STREAM_BYTES). The ranks of a host
- * share its caches and the threshold holds for 2 of them: with n on the host it is 2/n of
- * it, down to half from 4 ranks on (16M: 8M; a 4-rank 8 MiB all-to-all took 15% less
- * time). Not lower: on 8 ranks, streaming from 4 MiB gained nothing (docs/tuning.md). */
+ * them first would only cost memory traffic (COLLIE_STREAM_BYTES, scaled to the host's
+ * ranks at creation: comm_init.c). */
 static inline bool collie_coll_streams(const collie_comm_t *comm, uint64_t bytes) {
-  if (!comm->stream_bytes) return false;
-  const uint64_t share = comm->nlocal >= 4 ? 4 : comm->nlocal > 2 ? (uint64_t)comm->nlocal : 2;
-  const uint64_t threshold = comm->stream_bytes / share * 2;
-  return bytes >= (threshold ? threshold : 1);
+  return comm->stream_bytes && bytes >= comm->stream_bytes;
 }
 
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,

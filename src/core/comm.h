@@ -95,7 +95,7 @@ struct collie_comm {
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */
-  uint64_t stream_bytes;       /* COLLIE_STREAM_BYTES (0: never stream) */
+  uint64_t stream_bytes;       /* COLLIE_STREAM_BYTES for the host's ranks (comm_init.c; 0: never stream) */
   /* With more ranks than cores: the rank a shared-memory collective waited for in the last
    * progress pass (its local index too: those need every rank local); -1: none. A hint for
    * the waiter (wait.c), written under lock by whichever thread ran the pass: hence atomic,

@@ -208,6 +208,17 @@ static void choose_chunk(collie_comm_t *comm) {
               user ? "COLLIE_CHUNK_SIZE" : tcp ? "TCP between some ranks" : "all ranks on one host");
 }
 
+/* COLLIE_STREAM_BYTES holds for 2 ranks on a host, and the ranks of a host share its
+ * caches: with n of them it is 2/n of it, down to half from 4 ranks on (16M: 8M; a 4-rank
+ * 8 MiB all-to-all took 15% less time). Not lower: on 8 ranks, streaming from 4 MiB gained
+ * nothing (docs/tuning.md). Only how a rank writes its own buffers: ranks need not agree. */
+static void choose_stream_bytes(collie_comm_t *comm) {
+  if (!comm->stream_bytes) return; /* 0: never */
+  const uint64_t share = comm->nlocal >= 4 ? 4 : comm->nlocal > 2 ? (uint64_t)comm->nlocal : 2;
+  const uint64_t threshold = comm->stream_bytes / share * 2;
+  comm->stream_bytes = threshold ? threshold : 1;
+}
+
 /* Linux starts a process on its parent's CPU and moves it only when its load balancer next
  * looks, milliseconds later; meanwhile two ranks that launched together share one core and
  * every exchange waits for a context switch (an 8 B allreduce on 2 ranks: 9 to 25 us for
@@ -396,6 +407,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   if (res) goto fail;
   choose_wait_policy(comm);
   choose_chunk(comm);
+  choose_stream_bytes(comm);
   spread_local_ranks(comm);
   res = collie_shm_cma_measure(comm); /* a working communicator, ranks placed */
   if (res) goto fail;

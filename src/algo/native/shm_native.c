@@ -10,8 +10,8 @@
 #include "core/store_choice.h"
 #include "sched/executor.h"
 #include "transport/shm.h"
-#include "tune/tune.h"
 #include "transport/transport.h"
+#include "tune/tune.h"
 
 enum { PH_FILL, PH_COMBINE, PH_DRAIN };
 
