@@ -116,7 +116,7 @@ static collie_result_t check_displs(collie_comm_t *comm, const char *fn, const s
 
 static collie_result_t post_or_done(collie_comm_t *comm, collie_coll_args_t *a, collie_coll_call_t *c, bool empty,
                                     req_t **req) {
-  if (empty) return collie_coll_done(comm, c, req);
+  if (empty) return collie_coll_done(comm, a->coll, c, req);
   return collie_coll_post(comm, a, c, req);
 }
 

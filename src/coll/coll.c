@@ -258,16 +258,35 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   return res;
 }
 
-collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *call, collie_request_t **req) {
-  /* Nothing to move: complete at once, but count the collective so that sequence numbers stay in step. */
-  collie_request_t *r = calloc(1, sizeof(*r));
-  if (!r) return collie_comm_fail_no_memory(comm, call->fn, "its request"); /* the numbering would go out of step */
+collie_result_t collie_coll_done(collie_comm_t *comm, collie_coll_t coll, const collie_coll_call_t *call,
+                                 collie_request_t **req) {
   collie_lock(&comm->lock);
   collie_result_t res = usable_locked(comm, call->fn);
   if (res) {
     collie_unlock(&comm->lock);
-    free(r);
     collie_comm_end_abort(comm);
+    return res;
+  }
+  if (comm->ops) {
+    /* Operations complete in the order they were issued (API.md): behind others in flight,
+     * an operation without steps, retired once they are (a count-0 broadcast returned
+     * while an all-to-all posted before it was still moving data). Posting numbers it. */
+    static collie_sched_t no_steps;
+    collie_op_t *op = collie_op_create(comm, &no_steps, false, call->sendbuf, call->recvbuf, coll, 0, call->dt,
+                                       call->op, call->root, NULL);
+    bool kick = false;
+    res = op ? collie_post_locked(comm, op, req, &kick) : collie_comm_fail_no_memory(comm, call->fn, "its operation");
+    collie_unlock(&comm->lock);
+    if (kick) collie_progress_kick(comm);
+    if (res) collie_comm_end_abort(comm);
+    return res;
+  }
+  /* Nothing to move and nothing before it: complete at once, but count the collective so
+   * that sequence numbers stay in step. */
+  collie_request_t *r = calloc(1, sizeof(*r));
+  if (!r) {
+    res = collie_comm_fail_no_memory(comm, call->fn, "its request"); /* the numbering would go out of step */
+    collie_unlock(&comm->lock);
     return res;
   }
   comm->coll_seq++;

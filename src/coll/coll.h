@@ -34,7 +34,9 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
  * like a collective on a failed communicator; *claimed says whether to unclaim. */
 collie_result_t collie_coll_claim(collie_comm_t *comm, const char *fn, bool *claimed);
 void collie_coll_unclaim(collie_comm_t *comm, bool claimed);
-/* A collective with nothing to move on any rank: a completed request. */
-collie_result_t collie_coll_done(collie_comm_t *comm, const collie_coll_call_t *call, collie_request_t **req);
+/* A collective with nothing to move on any rank: a completed request, or one that completes
+ * when the operations issued before it have. */
+collie_result_t collie_coll_done(collie_comm_t *comm, collie_coll_t coll, const collie_coll_call_t *call,
+                                 collie_request_t **req);
 
 #endif

@@ -29,11 +29,11 @@
 enum { STALL_REPORT_MS = 2000 };
 
 /* Under comm->lock: reports the oldest pending collective (point-to-point operations carry
- * no operation number to compare), and the message it waits for, if any (what
- * collie_describe_wait names). */
+ * no operation number to compare; one whose steps are done waits only for those before
+ * it), and the message it waits for, if any (what collie_describe_wait names). */
 static void report_stall(collie_comm_t *comm) {
   const collie_op_t *op = comm->ops;
-  while (op && (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV)) op = op->next;
+  while (op && (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV || op->steps_done)) op = op->next;
   if (!op) return;
   collie_stall_t st;
   memset(&st, 0, sizeof(st));

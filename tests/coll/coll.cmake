@@ -46,6 +46,23 @@ foreach(n 3 4)
                 --dtypes quick)
 endforeach()
 
+# Random sequences of collectives (coll_check --fuzz): sizes on a log scale up to 4 MiB a
+# buffer, so that consecutive calls cross every protocol boundary, up to 8 in flight,
+# each rank waiting in its own order; blocking calls check that what came before them has
+# completed. Over shared memory (streaming stores from the smallest size in one), as
+# threads, over TCP, with the progress thread, and on two "hosts".
+add_coll_test(coll_fuzz_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 4M)
+add_coll_test(coll_fuzz_stream_3 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK}
+              --fuzz 600 --fuzz-bytes 4M --seed 2)
+add_coll_test(coll_fuzz_threads_4 300 "" ${COLL_CHECK} --threads 4 --fuzz 600 --fuzz-bytes 2M --seed 3)
+add_coll_test(coll_fuzz_tcp_3 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --fuzz 600
+              --fuzz-bytes 2M --seed 4)
+add_coll_test(coll_fuzz_progress_thread_5 300 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n 5 --timeout 280 ${COLL_CHECK}
+              --fuzz 600 --fuzz-bytes 2M --seed 5)
+add_coll_test(coll_fuzz_hosts_5 300 "" ${COLL_RUN} -n 5 --timeout 280
+              sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK % 2)) exec \"$0\" \"$@\"" ${COLL_CHECK} --fuzz 600
+              --fuzz-bytes 2M --seed 6)
+
 # TCP between local ranks.
 foreach(n 2 3 5)
   add_coll_test(coll_tcp_${n} 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK})

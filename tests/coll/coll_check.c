@@ -3,7 +3,7 @@
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
  *              [--counts C[,C..]] [--register] [--mismatch] [--init-in-group] [--seed S]
- *              [--signal-storm] [-v]
+ *              [--fuzz K [--fuzz-bytes B]] [--signal-storm] [-v]
  *
  * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
  * mpirun, mpiexec, srun, torchrun-style variables); with it, N ranks run as threads of this
@@ -43,6 +43,16 @@
  * broadcast whose ranks disagree on the root, an all-to-allv that sends nothing where data
  * is expected; then a healthy communicator must still work.
  *
+ * --fuzz K: instead of the sections, a random sequence of K collectives drawn from --seed,
+ * the same on every rank: any collective but p2p, any datatype, op and root, in place or
+ * not, counts on a log scale from 0 to what fills --fuzz-bytes (default 1 MiB) in the
+ * largest buffer, so that consecutive calls cross the protocols' boundaries (inline lines,
+ * staging, single copy, streaming stores) in every order. Most are nonblocking, up to 8 in
+ * flight; each rank waits for them in an order of its own (operations complete in the
+ * order they were issued, API.md; which one a rank waits for first is its business), by
+ * collie_wait or by polling collie_test, and checks that a completed operation's
+ * predecessors test done. Every case is verified like the matrix's.
+ *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
  * SA_RESTART, as a profiler or a timer would: any blocking call the library makes may
@@ -51,8 +61,10 @@
  * Output: "coll_check: rank R: N cases OK", or the first mismatches with their full context
  * and a failure summary; the exit status is non-zero on any failure. */
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +95,9 @@ static struct {
   int init_in_group; /* --init-in-group: the communicator is created inside a group */
   int ncounts;       /* --counts: the element counts of every matrix, instead of the usual ones */
   size_t counts[64];
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}};
+  long fuzz;         /* --fuzz: operations in the random sequence (0: the sections) */
+  size_t fuzz_bytes; /* --fuzz-bytes: the largest buffer of a fuzz case */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -926,7 +940,7 @@ static void run_nonblocking(ctx_t *x) {
       {K_SCATTER, COLLIE_UINT64, COLLIE_SUM, 7, n - 1, 0},
       {K_GATHER, COLLIE_FLOAT16, COLLIE_SUM, 7, 0, 1},
       {K_BARRIER, COLLIE_UINT8, COLLIE_SUM, 0, -1, 0},
-      {K_ALLREDUCE, COLLIE_INT8, COLLIE_MIN, 0, -1, 0}, /* count 0: completes at once */
+      {K_ALLREDUCE, COLLIE_INT8, COLLIE_MIN, 0, -1, 0}, /* count 0: completes after those before it */
       {K_ALLREDUCE, COLLIE_FLOAT16, COLLIE_AVG, (size_t)n + 1, -1, 1},
   };
   enum { NP = sizeof(plan) / sizeof(plan[0]) };
@@ -1091,6 +1105,121 @@ static void run_determinism(ctx_t *x) {
           free(rs[0]);
           free(rs[1]);
         }
+  }
+}
+
+/* ---- fuzz mode ----------------------------------------------------------------------- */
+
+static uint64_t fuzz_draw(uint64_t i, uint64_t what) { return cr_hash4(opt.seed, 0xF022, i, what); }
+
+/* Elements of the largest buffer of a case per unit of count: the bound on count. */
+static size_t fuzz_span(int kind, int n) {
+  switch (kind) {
+    case K_ALLGATHER: case K_REDUCE_SCATTER: case K_ALLTOALL: case K_SCATTER: case K_GATHER: return (size_t)n;
+    case K_ALLGATHERV: case K_REDUCE_SCATTERV: return (size_t)n * 2 + 4; /* up to 1.5 count each, gaps */
+    case K_ALLTOALLV: return (size_t)n * 2 + 4;                           /* up to 2 count each, gaps */
+    default: return 1;
+  }
+}
+
+/* Case i of the sequence: the same on every rank. */
+static void fuzz_case(ctx_t *x, case_t *c, uint64_t i) {
+  static const int kinds[] = {K_ALLREDUCE,       K_BROADCAST, K_REDUCE,   K_ALLGATHER, K_ALLGATHERV,
+                              K_REDUCE_SCATTER, K_REDUCE_SCATTERV, K_ALLTOALL, K_ALLTOALLV, K_SCATTER,
+                              K_GATHER,         K_BARRIER};
+  const int kind = kinds[fuzz_draw(i, 1) % (sizeof(kinds) / sizeof(kinds[0]))];
+  const collie_datatype_t dt = all_dtypes[fuzz_draw(i, 2) % (sizeof(all_dtypes) / sizeof(all_dtypes[0]))];
+  const collie_redop_t op = (collie_redop_t)(fuzz_draw(i, 3) % COLLIE_NUM_OPS);
+  const size_t unit = collie_datatype_size(dt) * fuzz_span(kind, x->n);
+  const size_t most = opt.fuzz_bytes / unit;
+  const uint64_t h = fuzz_draw(i, 4);
+  size_t count = 0;
+  if (h % 8 && most > 0) { /* a count 0 one time in 8; else 2^(u * log2(most)), u uniform */
+    double u = (double)((h >> 8) % 100000) / 100000.0;
+    count = (size_t)exp2(u * log2((double)most));
+    if (count > most) count = most;
+  }
+  const int root = is_rooted(kind) ? (int)(fuzz_draw(i, 5) % (uint64_t)x->n) : -1;
+  case_init(x, c, kind, dt, op, kind == K_BARRIER ? 0 : count, root, fuzz_draw(i, 6) % 3 == 0);
+  case_setup(x, c);
+}
+
+/* Waits for in-flight case k (collie_wait, or collie_test until done) and verifies it. */
+static void fuzz_finish(ctx_t *x, case_t *c, uint64_t *mine) {
+  collie_result_t r;
+  *mine = cr_hash4(*mine, 1, 0, 0);
+  if (*mine % 2) {
+    r = collie_wait(c->req);
+  } else {
+    int done = 0;
+    while (!(r = collie_test(c->req, &done)) && !done) continue;
+  }
+  c->req = NULL;
+  if (r) api_failed(x, c, "completing a nonblocking collective", r);
+  else case_verify(x, c);
+  case_free(c);
+}
+
+/* An in-flight case issued before a blocking call that has returned: it must test done. */
+static void fuzz_predecessor(ctx_t *x, case_t *c, const char *later) {
+  int done = 0;
+  collie_result_t r = collie_test(c->req, &done);
+  if (!r && !done) {
+    char d[1024];
+    describe(x, c, d, sizeof(d));
+    x->failed++;
+    if (x->printed++ < MAX_PRINTED)
+      say(x, "MISMATCH %s: not done after a later blocking call had returned (%s)", d, later);
+    r = collie_wait(c->req);
+  }
+  c->req = NULL;
+  if (r) api_failed(x, c, "completing a collective issued before a blocking call that returned", r);
+  else case_verify(x, c);
+}
+
+static void run_fuzz(ctx_t *x) {
+  enum { WMAX = 8 };
+  case_t fly[WMAX]; /* in flight, in the order they were issued */
+  int nfly = 0;
+  uint64_t mine = cr_hash4(opt.seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
+  for (long i = 0; i < opt.fuzz && !x->fatal; i++) {
+    case_t c;
+    fuzz_case(x, &c, (uint64_t)i);
+    const bool blocking = fuzz_draw((uint64_t)i, 7) % 4 == 0;
+    collie_result_t r = case_post(x, &c, blocking ? NULL : &c.req);
+    if (r) {
+      api_failed(x, &c, blocking ? "a blocking collective" : "posting a nonblocking collective", r);
+      case_free(&c);
+      break;
+    }
+    if (blocking) {
+      char later[1024];
+      describe(x, &c, later, sizeof(later));
+      case_verify(x, &c);
+      case_free(&c);
+      /* it completed, so everything issued before it did too */
+      for (int k = 0; k < nfly; k++) {
+        if (!x->fatal) fuzz_predecessor(x, &fly[k], later);
+        case_free(&fly[k]); /* after a failure, the abort that follows frees the requests */
+      }
+      nfly = 0;
+      continue;
+    }
+    fly[nfly++] = c;
+    /* this rank's own window and order: some in-flight case, until the window allows */
+    mine = cr_hash4(mine, 2, 0, 0);
+    const int window = 1 + (int)(mine % WMAX);
+    while (nfly > 0 && !x->fatal && (nfly >= window || nfly == WMAX || cr_hash4(mine, (uint64_t)nfly, 3, 0) % 3 == 0)) {
+      mine = cr_hash4(mine, 4, 0, 0);
+      const int k = (int)(mine % (uint64_t)nfly);
+      fuzz_finish(x, &fly[k], &mine);
+      memmove(&fly[k], &fly[k + 1], sizeof(fly[0]) * (size_t)(nfly - k - 1));
+      nfly--;
+    }
+  }
+  for (int k = 0; k < nfly; k++) {
+    if (!x->fatal) fuzz_finish(x, &fly[k], &mine);
+    else case_free(&fly[k]);
   }
 }
 
@@ -1332,6 +1461,20 @@ static void run_mismatch(ctx_t *x) {
 
 /* ---- driver -------------------------------------------------------------------------- */
 
+/* After the sections or the fuzz: abort after a failed call, else destroy (which must work). */
+static void release_comm(ctx_t *x) {
+  if (x->fatal) {
+    say(x, "stopping after the failed call; aborting the communicator");
+    collie_comm_abort(x->comm);
+    return;
+  }
+  collie_result_t r = collie_comm_destroy(x->comm);
+  if (r) {
+    say(x, "FAILED: collie_comm_destroy returned %s: %s", collie_get_error_string(r), collie_get_last_error(NULL));
+    x->failed++;
+  }
+}
+
 static int run_rank(collie_comm_t *comm) {
   ctx_t x = {0};
   x.comm = comm;
@@ -1342,6 +1485,9 @@ static int run_rank(collie_comm_t *comm) {
   double t_all = now_s();
   if (opt.mismatch) {
     run_mismatch(&x);
+  } else if (opt.fuzz) {
+    run_fuzz(&x);
+    release_comm(&x);
   } else {
     for (int k = 0; k < K_NUM && !x.fatal; k++) {
       if (!(opt.kinds & (1u << k))) continue;
@@ -1354,16 +1500,7 @@ static int run_rank(collie_comm_t *comm) {
       else run_determinism(&x);
       if (opt.verbose && x.rank == 0) say(&x, "%-16s %5ld cases %7.2f s", kind_names[k], x.cases - before, now_s() - t0);
     }
-    if (x.fatal) {
-      say(&x, "stopping after the failed call; aborting the communicator");
-      collie_comm_abort(x.comm);
-    } else {
-      collie_result_t r = collie_comm_destroy(x.comm);
-      if (r) {
-        say(&x, "FAILED: collie_comm_destroy returned %s: %s", collie_get_error_string(r), collie_get_last_error(NULL));
-        x.failed++;
-      }
-    }
+    release_comm(&x);
   }
   free(x.vals);
   if (x.failed) {
@@ -1386,6 +1523,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
           "                  [--counts C[,C..]] [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n"
+          "                  [--fuzz K [--fuzz-bytes B]]\n"
           "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
@@ -1430,6 +1568,19 @@ static void parse_counts(const char *s) {
   }
 }
 
+/* --fuzz-bytes: a size in bytes, with an optional K, M or G (powers of 1024). */
+static size_t parse_bytes(const char *s) {
+  char *end;
+  unsigned long long v = strtoull(s, &end, 0);
+  const char *units = "KMG", *u = *end ? strchr(units, *end) : NULL;
+  if (end == s || (*end && (!u || end[1]))) {
+    fprintf(stderr, "coll_check: --fuzz-bytes wants a size such as 65536, 64K or 4M, not '%s'\n", s);
+    usage();
+  }
+  for (const char *k = units; u && k <= u; k++) v *= 1024;
+  return (size_t)v;
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -1446,6 +1597,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--init-in-group")) opt.init_in_group = 1;
     else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(a, "--counts") && i + 1 < argc) parse_counts(argv[++i]);
+    else if (!strcmp(a, "--fuzz") && i + 1 < argc) opt.fuzz = atol(argv[++i]);
+    else if (!strcmp(a, "--fuzz-bytes") && i + 1 < argc) opt.fuzz_bytes = parse_bytes(argv[++i]);
     else if (!strcmp(a, "--signal-storm")) signal_storm_start();
     else if (!strcmp(a, "-v")) opt.verbose++;
     else if (!strcmp(a, "-vv")) opt.verbose += 2;
