@@ -47,11 +47,13 @@
  * the same on every rank: any collective but p2p, any datatype, op and root, in place or
  * not, counts on a log scale from 0 to what fills --fuzz-bytes (default 1 MiB) in the
  * largest buffer, so that consecutive calls cross the protocols' boundaries (inline lines,
- * staging, single copy, streaming stores) in every order. Most are nonblocking, up to 8 in
- * flight; each rank waits for them in an order of its own (operations complete in the
- * order they were issued, API.md; which one a rank waits for first is its business), by
- * collie_wait or by polling collie_test, and checks that a completed operation's
- * predecessors test done. Every case is verified like the matrix's.
+ * staging, single copy, streaming stores) in every order, on three communicators (the
+ * world, a copy, and its halves by rank parity numbered backwards). Most are nonblocking,
+ * up to 8 in flight across the communicators; each rank waits for them in an order of its
+ * own (operations complete in the order they were issued, API.md; which one a rank waits
+ * for first is its business), by collie_wait or by polling collie_test, and checks that
+ * what a blocking call's communicator issued before it tests done. Every case is verified
+ * like the matrix's.
  *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
@@ -1108,6 +1110,20 @@ static void run_determinism(ctx_t *x) {
   }
 }
 
+/* After the sections or the fuzz: abort after a failed call, else destroy (which must work). */
+static void release_comm(ctx_t *x) {
+  if (x->fatal) {
+    say(x, "stopping after the failed call; aborting the communicator");
+    collie_comm_abort(x->comm);
+    return;
+  }
+  collie_result_t r = collie_comm_destroy(x->comm);
+  if (r) {
+    say(x, "FAILED: collie_comm_destroy returned %s: %s", collie_get_error_string(r), collie_get_last_error(NULL));
+    x->failed++;
+  }
+}
+
 /* ---- fuzz mode ----------------------------------------------------------------------- */
 
 static uint64_t fuzz_draw(uint64_t i, uint64_t what) { return cr_hash4(opt.seed, 0xF022, i, what); }
@@ -1177,50 +1193,104 @@ static void fuzz_predecessor(ctx_t *x, case_t *c, const char *later) {
   else case_verify(x, c);
 }
 
+/* The fuzz's communicators: the world, a copy of it, and its halves by parity with the
+ * ranks numbered backwards; one ctx each (case ids count per communicator). */
+enum { FUZZ_COMMS = 3 };
+
+static int fuzz_comms(ctx_t *x, ctx_t *xs) {
+  for (int ci = 0; ci < FUZZ_COMMS; ci++) {
+    xs[ci] = *x;
+    xs[ci].cases = xs[ci].failed = 0;
+    xs[ci].printed = xs[ci].fatal = 0;
+    xs[ci].next_id = 0;
+    if (ci == 0) continue;
+    collie_result_t r = collie_comm_split(x->comm, ci == 1 ? 0 : x->rank % 2, ci == 1 ? x->rank : -x->rank,
+                                          &xs[ci].comm);
+    if (r) {
+      api_failed(x, NULL, "collie_comm_split", r);
+      return ci;
+    }
+    collie_comm_rank(xs[ci].comm, &xs[ci].rank);
+    collie_comm_size(xs[ci].comm, &xs[ci].n);
+    xs[ci].vals = calloc((size_t)xs[ci].n, sizeof(int64_t));
+    if (!xs[ci].vals) exit(2);
+  }
+  return FUZZ_COMMS;
+}
+
 static void run_fuzz(ctx_t *x) {
   enum { WMAX = 8 };
-  case_t fly[WMAX]; /* in flight, in the order they were issued */
-  int nfly = 0;
-  uint64_t mine = cr_hash4(opt.seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
-  for (long i = 0; i < opt.fuzz && !x->fatal; i++) {
+  ctx_t xs[FUZZ_COMMS];
+  const int ncomms = fuzz_comms(x, xs);
+  struct {
     case_t c;
-    fuzz_case(x, &c, (uint64_t)i);
+    int ci;
+  } fly[WMAX]; /* in flight, in the order they were issued */
+  int nfly = 0;
+  bool fatal = ncomms < FUZZ_COMMS;
+  uint64_t mine = cr_hash4(opt.seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
+  for (long i = 0; i < opt.fuzz && !fatal; i++) {
+    const int ci = (int)(fuzz_draw((uint64_t)i, 8) % FUZZ_COMMS);
+    ctx_t *cx = &xs[ci];
+    case_t c;
+    fuzz_case(cx, &c, (uint64_t)i);
     const bool blocking = fuzz_draw((uint64_t)i, 7) % 4 == 0;
-    collie_result_t r = case_post(x, &c, blocking ? NULL : &c.req);
+    collie_result_t r = case_post(cx, &c, blocking ? NULL : &c.req);
     if (r) {
-      api_failed(x, &c, blocking ? "a blocking collective" : "posting a nonblocking collective", r);
+      api_failed(cx, &c, blocking ? "a blocking collective" : "posting a nonblocking collective", r);
       case_free(&c);
+      fatal = true;
       break;
     }
     if (blocking) {
       char later[1024];
-      describe(x, &c, later, sizeof(later));
-      case_verify(x, &c);
+      describe(cx, &c, later, sizeof(later));
+      case_verify(cx, &c);
       case_free(&c);
-      /* it completed, so everything issued before it did too */
+      /* it completed, so everything issued before it on its communicator did too */
       for (int k = 0; k < nfly; k++) {
-        if (!x->fatal) fuzz_predecessor(x, &fly[k], later);
-        case_free(&fly[k]); /* after a failure, the abort that follows frees the requests */
+        if (fly[k].ci != ci) continue;
+        if (!fatal) fuzz_predecessor(cx, &fly[k].c, later);
+        fatal |= cx->fatal;
+        case_free(&fly[k].c); /* after a failure, the abort that follows frees the requests */
+        fly[k].ci = -1;
       }
-      nfly = 0;
+      int kept = 0;
+      for (int k = 0; k < nfly; k++)
+        if (fly[k].ci >= 0) fly[kept++] = fly[k];
+      nfly = kept;
       continue;
     }
-    fly[nfly++] = c;
-    /* this rank's own window and order: some in-flight case, until the window allows */
+    fly[nfly].c = c;
+    fly[nfly++].ci = ci;
+    /* this rank's own window and order: some in-flight case, of any communicator, until
+     * the window allows (the others' progress depends on the library's, not on a wait) */
     mine = cr_hash4(mine, 2, 0, 0);
     const int window = 1 + (int)(mine % WMAX);
-    while (nfly > 0 && !x->fatal && (nfly >= window || nfly == WMAX || cr_hash4(mine, (uint64_t)nfly, 3, 0) % 3 == 0)) {
+    while (nfly > 0 && !fatal && (nfly >= window || nfly == WMAX || cr_hash4(mine, (uint64_t)nfly, 3, 0) % 3 == 0)) {
       mine = cr_hash4(mine, 4, 0, 0);
       const int k = (int)(mine % (uint64_t)nfly);
-      fuzz_finish(x, &fly[k], &mine);
+      fuzz_finish(&xs[fly[k].ci], &fly[k].c, &mine);
+      fatal |= xs[fly[k].ci].fatal;
       memmove(&fly[k], &fly[k + 1], sizeof(fly[0]) * (size_t)(nfly - k - 1));
       nfly--;
     }
   }
   for (int k = 0; k < nfly; k++) {
-    if (!x->fatal) fuzz_finish(x, &fly[k], &mine);
-    else case_free(&fly[k]);
+    if (!fatal) fuzz_finish(&xs[fly[k].ci], &fly[k].c, &mine);
+    else case_free(&fly[k].c);
+    fatal |= xs[fly[k].ci].fatal;
   }
+  for (int ci = 0; ci < ncomms; ci++) {
+    if (ci) { /* the world's is released by the caller */
+      xs[ci].fatal |= fatal;
+      release_comm(&xs[ci]);
+      free(xs[ci].vals);
+    }
+    x->cases += xs[ci].cases;
+    x->failed += xs[ci].failed;
+  }
+  x->fatal |= fatal;
 }
 
 /* ---- mismatch mode ------------------------------------------------------------------- */
@@ -1460,20 +1530,6 @@ static void run_mismatch(ctx_t *x) {
 }
 
 /* ---- driver -------------------------------------------------------------------------- */
-
-/* After the sections or the fuzz: abort after a failed call, else destroy (which must work). */
-static void release_comm(ctx_t *x) {
-  if (x->fatal) {
-    say(x, "stopping after the failed call; aborting the communicator");
-    collie_comm_abort(x->comm);
-    return;
-  }
-  collie_result_t r = collie_comm_destroy(x->comm);
-  if (r) {
-    say(x, "FAILED: collie_comm_destroy returned %s: %s", collie_get_error_string(r), collie_get_last_error(NULL));
-    x->failed++;
-  }
-}
 
 static int run_rank(collie_comm_t *comm) {
   ctx_t x = {0};
