@@ -48,8 +48,9 @@ endforeach()
 
 # Random sequences of collectives (coll_check --fuzz): sizes on a log scale up to 4 MiB a
 # buffer, so that consecutive calls cross every protocol boundary, on three communicators
-# (the world, a copy, its halves), up to 8 in flight, each rank waiting in its own order;
-# blocking calls check that what their communicator issued before them has completed. Over shared memory (streaming stores from the smallest size in one), as
+# (the world, a copy, its halves), point to point among them, up to 8 in flight, each rank
+# waiting in its own order; blocking calls, alone or in groups, check that what their
+# communicator issued before them has completed. Over shared memory (streaming stores from the smallest size in one), as
 # threads, over TCP, with the progress thread, and on two "hosts".
 add_coll_test(coll_fuzz_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 4M)
 add_coll_test(coll_fuzz_stream_3 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK}

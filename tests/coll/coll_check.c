@@ -43,17 +43,18 @@
  * broadcast whose ranks disagree on the root, an all-to-allv that sends nothing where data
  * is expected; then a healthy communicator must still work.
  *
- * --fuzz K: instead of the sections, a random sequence of K collectives drawn from --seed,
- * the same on every rank: any collective but p2p, any datatype, op and root, in place or
- * not, counts on a log scale from 0 to what fills --fuzz-bytes (default 1 MiB) in the
+ * --fuzz K: instead of the sections, a random sequence of K operations drawn from --seed,
+ * the same on every rank: any collective or a point-to-point ring, any datatype, op and
+ * root, in place or not, counts on a log scale from 0 to what fills --fuzz-bytes (default 1 MiB) in the
  * largest buffer, so that consecutive calls cross the protocols' boundaries (inline lines,
  * staging, single copy, streaming stores) in every order, on three communicators (the
  * world, a copy, and its halves by rank parity numbered backwards). Most are nonblocking,
  * up to 8 in flight across the communicators; each rank waits for them in an order of its
  * own (operations complete in the order they were issued, API.md; which one a rank waits
- * for first is its business), by collie_wait or by polling collie_test, and checks that
- * what a blocking call's communicator issued before it tests done. Every case is verified
- * like the matrix's.
+ * for first is its business), by collie_wait or by polling collie_test. A quarter are
+ * blocking: alone, or 2 to 4 between collie_group_start and collie_group_end (on any of
+ * the communicators); what their communicators issued before them must then test done.
+ * Every case is verified like the matrix's.
  *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
@@ -226,6 +227,7 @@ typedef struct {
   size_t gidx_base;          /* reductions: global index of recv element 0 */
   int reduction_result;      /* recv holds reduced values (print inputs on mismatch) */
   collie_request_t *req;
+  collie_request_t *req2; /* the fuzz's point-to-point cases: the receive */
 } case_t;
 
 static int is_reduction(int k) {
@@ -307,7 +309,11 @@ static void describe(const ctx_t *x, const case_t *c, char *buf, size_t len) {
   if (is_reduction(c->kind)) n += snprintf(buf + n, len - (size_t)n, " op=%s", collie_redop_name(c->op));
   if (c->kind == K_P2P)
     n += snprintf(buf + n, len - (size_t)n, " mode=%s",
-                  c->root == 0 ? "group-ring" : c->root == 1 ? "isend/irecv-reverse" : c->root == 2 ? "all-pairs" : "two-in-flight");
+                  c->root == 0   ? "group-ring"
+                  : c->root == 1 ? "isend/irecv-reverse"
+                  : c->root == 2 ? "all-pairs"
+                  : c->root == 4 ? "isend/irecv-in-flight"
+                                 : "two-in-flight");
   n += snprintf(buf + n, len - (size_t)n, " count=%zu", c->count);
   if (is_rooted(c->kind)) n += snprintf(buf + n, len - (size_t)n, " root=%d", c->root);
   n += snprintf(buf + n, len - (size_t)n, " in_place=%d offsets=(send+%zu,recv+%zu) nranks=%d case=%llu", c->in_place,
@@ -559,8 +565,9 @@ static void case_setup(ctx_t *x, case_t *c) {
       int right = (me + 1) % n, left = (me + n - 1) % n;
       switch (c->root) {
         case 0:   /* group: send right, receive from left */
+        case 4:   /* the same as requests the fuzz completes (run_fuzz) */
         case 1: { /* isend left, irecv from right */
-          int src = c->root == 0 ? left : right;
+          int src = c->root == 1 ? right : left;
           region_init(&c->send, "sendbuf", so, cnt * e);
           region_init(&c->recv, "recvbuf", ro, cnt * e);
           for (size_t j = 0; j < cnt; j++) {
@@ -1129,20 +1136,25 @@ static void release_comm(ctx_t *x) {
 static uint64_t fuzz_draw(uint64_t i, uint64_t what) { return cr_hash4(opt.seed, 0xF022, i, what); }
 
 /* Elements of the largest buffer of a case per unit of count: the bound on count. */
+enum { FUZZ_ALONE, FUZZ_GROUP, FUZZ_NONBLOCKING }; /* how a fuzz case is issued */
+
 static size_t fuzz_span(int kind, int n) {
   switch (kind) {
     case K_ALLGATHER: case K_REDUCE_SCATTER: case K_ALLTOALL: case K_SCATTER: case K_GATHER: return (size_t)n;
     case K_ALLGATHERV: case K_REDUCE_SCATTERV: return (size_t)n * 2 + 4; /* up to 1.5 count each, gaps */
     case K_ALLTOALLV: return (size_t)n * 2 + 4;                           /* up to 2 count each, gaps */
+    case K_P2P: return (size_t)n * 2;                                     /* all pairs, two in flight */
     default: return 1;
   }
 }
 
-/* Case i of the sequence: the same on every rank. */
-static void fuzz_case(ctx_t *x, case_t *c, uint64_t i) {
+/* Case i of the sequence: the same on every rank. Point to point: a ring, in one of the
+ * matrix's modes (0 to 3, complete when posted; 0 only, in a group), or mode 4 (a send and
+ * a receive in flight) when nonblocking. */
+static void fuzz_case(ctx_t *x, case_t *c, uint64_t i, int how) {
   static const int kinds[] = {K_ALLREDUCE,       K_BROADCAST, K_REDUCE,   K_ALLGATHER, K_ALLGATHERV,
                               K_REDUCE_SCATTER, K_REDUCE_SCATTERV, K_ALLTOALL, K_ALLTOALLV, K_SCATTER,
-                              K_GATHER,         K_BARRIER};
+                              K_GATHER,         K_BARRIER,         K_P2P};
   const int kind = kinds[fuzz_draw(i, 1) % (sizeof(kinds) / sizeof(kinds[0]))];
   const collie_datatype_t dt = all_dtypes[fuzz_draw(i, 2) % (sizeof(all_dtypes) / sizeof(all_dtypes[0]))];
   const collie_redop_t op = (collie_redop_t)(fuzz_draw(i, 3) % COLLIE_NUM_OPS);
@@ -1155,22 +1167,33 @@ static void fuzz_case(ctx_t *x, case_t *c, uint64_t i) {
     count = (size_t)exp2(u * log2((double)most));
     if (count > most) count = most;
   }
-  const int root = is_rooted(kind) ? (int)(fuzz_draw(i, 5) % (uint64_t)x->n) : -1;
-  case_init(x, c, kind, dt, op, kind == K_BARRIER ? 0 : count, root, fuzz_draw(i, 6) % 3 == 0);
+  int root = is_rooted(kind) ? (int)(fuzz_draw(i, 5) % (uint64_t)x->n) : -1;
+  if (kind == K_P2P) root = how == FUZZ_ALONE ? (int)(fuzz_draw(i, 5) % 4) : how == FUZZ_GROUP ? 0 : 4;
+  case_init(x, c, kind, dt, op, kind == K_BARRIER ? 0 : count, root, kind != K_P2P && fuzz_draw(i, 6) % 3 == 0);
   case_setup(x, c);
 }
 
 /* Waits for in-flight case k (collie_wait, or collie_test until done) and verifies it. */
-static void fuzz_finish(ctx_t *x, case_t *c, uint64_t *mine) {
-  collie_result_t r;
+static collie_result_t fuzz_complete(collie_request_t *req, uint64_t *mine) {
   *mine = cr_hash4(*mine, 1, 0, 0);
-  if (*mine % 2) {
-    r = collie_wait(c->req);
-  } else {
-    int done = 0;
-    while (!(r = collie_test(c->req, &done)) && !done) continue;
+  if (*mine % 2) return collie_wait(req);
+  collie_result_t r;
+  int done = 0;
+  while (!(r = collie_test(req, &done)) && !done) continue;
+  return r;
+}
+
+static void fuzz_finish(ctx_t *x, case_t *c, uint64_t *mine) {
+  collie_result_t r, r2 = COLLIE_SUCCESS;
+  *mine = cr_hash4(*mine, 5, 0, 0);
+  if (c->req2 && *mine % 2) { /* the receive first, or the send */
+    r2 = fuzz_complete(c->req2, mine);
+    c->req2 = NULL;
   }
-  c->req = NULL;
+  r = fuzz_complete(c->req, mine);
+  if (c->req2) r2 = fuzz_complete(c->req2, mine);
+  if (!r) r = r2;
+  c->req = c->req2 = NULL;
   if (r) api_failed(x, c, "completing a nonblocking collective", r);
   else case_verify(x, c);
   case_free(c);
@@ -1178,17 +1201,22 @@ static void fuzz_finish(ctx_t *x, case_t *c, uint64_t *mine) {
 
 /* An in-flight case issued before a blocking call that has returned: it must test done. */
 static void fuzz_predecessor(ctx_t *x, case_t *c, const char *later) {
-  int done = 0;
-  collie_result_t r = collie_test(c->req, &done);
-  if (!r && !done) {
-    char d[1024];
-    describe(x, c, d, sizeof(d));
-    x->failed++;
-    if (x->printed++ < MAX_PRINTED)
-      say(x, "MISMATCH %s: not done after a later blocking call had returned (%s)", d, later);
-    r = collie_wait(c->req);
+  collie_result_t r = COLLIE_SUCCESS;
+  collie_request_t *reqs[2] = {c->req, c->req2};
+  for (int k = 0; k < 2 && reqs[k]; k++) {
+    int done = 0;
+    collie_result_t rk = collie_test(reqs[k], &done);
+    if (!rk && !done) {
+      char d[1024];
+      describe(x, c, d, sizeof(d));
+      x->failed++;
+      if (x->printed++ < MAX_PRINTED)
+        say(x, "MISMATCH %s: not done after a later blocking call had returned (%s)", d, later);
+      rk = collie_wait(reqs[k]);
+    }
+    if (!r) r = rk;
   }
-  c->req = NULL;
+  c->req = c->req2 = NULL;
   if (r) api_failed(x, c, "completing a collective issued before a blocking call that returned", r);
   else case_verify(x, c);
 }
@@ -1230,36 +1258,71 @@ static void run_fuzz(ctx_t *x) {
   bool fatal = ncomms < FUZZ_COMMS;
   uint64_t mine = cr_hash4(opt.seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
   for (long i = 0; i < opt.fuzz && !fatal; i++) {
+    /* one blocking call in 8, a group of 2 to 4 in 8 (each the same on every rank) */
+    const uint64_t how = fuzz_draw((uint64_t)i, 7) % 8;
+    if (how < 2) {
+      int len = how == 0 ? 1 : 2 + (int)(fuzz_draw((uint64_t)i, 9) % 3);
+      if (len > opt.fuzz - i) len = (int)(opt.fuzz - i);
+      case_t g[4];
+      int gci[4], posted = 0;
+      if (how == 1) collie_group_start();
+      for (int j = 0; j < len && !fatal; j++) {
+        gci[j] = (int)(fuzz_draw((uint64_t)(i + j), 8) % FUZZ_COMMS);
+        fuzz_case(&xs[gci[j]], &g[j], (uint64_t)(i + j), how ? FUZZ_GROUP : FUZZ_ALONE);
+        collie_result_t r = case_post(&xs[gci[j]], &g[j], NULL);
+        if (r) {
+          api_failed(&xs[gci[j]], &g[j], how ? "a blocking collective in a group" : "a blocking collective", r);
+          case_free(&g[j]);
+          fatal = true;
+        } else {
+          posted++;
+        }
+      }
+      if (how == 1) {
+        collie_result_t r = collie_group_end();
+        if (r && !fatal) api_failed(&xs[gci[0]], NULL, "collie_group_end", r);
+        fatal |= r != COLLIE_SUCCESS;
+      }
+      char later[1024];
+      describe(&xs[gci[posted ? posted - 1 : 0]], &g[posted ? posted - 1 : 0], later, sizeof(later));
+      for (int j = 0; j < posted; j++) {
+        if (!fatal) case_verify(&xs[gci[j]], &g[j]);
+        case_free(&g[j]);
+      }
+      /* they completed, so everything issued before them on their communicators did too */
+      int kept = 0;
+      for (int k = 0; k < nfly; k++) {
+        bool before = false;
+        for (int j = 0; j < posted; j++) before |= fly[k].ci == gci[j];
+        if (!before) {
+          fly[kept++] = fly[k];
+          continue;
+        }
+        if (!fatal) fuzz_predecessor(&xs[fly[k].ci], &fly[k].c, later);
+        fatal |= xs[fly[k].ci].fatal;
+        case_free(&fly[k].c); /* after a failure, the abort that follows frees the requests */
+      }
+      nfly = kept;
+      i += len - 1;
+      continue;
+    }
     const int ci = (int)(fuzz_draw((uint64_t)i, 8) % FUZZ_COMMS);
     ctx_t *cx = &xs[ci];
     case_t c;
-    fuzz_case(cx, &c, (uint64_t)i);
-    const bool blocking = fuzz_draw((uint64_t)i, 7) % 4 == 0;
-    collie_result_t r = case_post(cx, &c, blocking ? NULL : &c.req);
+    fuzz_case(cx, &c, (uint64_t)i, FUZZ_NONBLOCKING);
+    collie_result_t r;
+    if (c.kind == K_P2P) {
+      const int right = (cx->rank + 1) % cx->n, left = (cx->rank + cx->n - 1) % cx->n;
+      r = collie_irecv(c.rp, c.count, c.dt, left, cx->comm, &c.req2);
+      if (!r) r = collie_isend(c.sp, c.count, c.dt, right, cx->comm, &c.req);
+    } else {
+      r = case_post(cx, &c, &c.req);
+    }
     if (r) {
-      api_failed(cx, &c, blocking ? "a blocking collective" : "posting a nonblocking collective", r);
+      api_failed(cx, &c, "posting a nonblocking collective", r);
       case_free(&c);
       fatal = true;
       break;
-    }
-    if (blocking) {
-      char later[1024];
-      describe(cx, &c, later, sizeof(later));
-      case_verify(cx, &c);
-      case_free(&c);
-      /* it completed, so everything issued before it on its communicator did too */
-      for (int k = 0; k < nfly; k++) {
-        if (fly[k].ci != ci) continue;
-        if (!fatal) fuzz_predecessor(cx, &fly[k].c, later);
-        fatal |= cx->fatal;
-        case_free(&fly[k].c); /* after a failure, the abort that follows frees the requests */
-        fly[k].ci = -1;
-      }
-      int kept = 0;
-      for (int k = 0; k < nfly; k++)
-        if (fly[k].ci >= 0) fly[kept++] = fly[k];
-      nfly = kept;
-      continue;
     }
     fly[nfly].c = c;
     fly[nfly++].ci = ci;
