@@ -46,6 +46,10 @@ typedef struct collie_op {
   /* The receive buffer is larger than the caches: receives and local copies write it with
    * streaming stores (core/copy.h), which skip reading it into the cache first. */
   bool stream;
+  /* A ready copy whose bytes a ready send carries too: the send writes them to the copy's
+   * destination on its way (collie_xfer_t.tee); the copy then moves only the rest. */
+  collie_xfer_t *tee_send;
+  uint32_t tee_copy;
   collie_request_t *req;
   bool internal;           /* a send or receive collie posted itself (collie_p2p_internal) */
   /* Algorithm "shm" (algo/shm_native.c): no schedule, but rounds over the shared areas. */

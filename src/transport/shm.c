@@ -472,7 +472,13 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       }
       uint64_t n = x->nbytes - x->done;
       if (n > st->slot_size) n = st->slot_size;
-      if (n) collie_store_copy(&sp->slot_stores, slot + 1, x->sbuf + x->done, n);
+      if (n && x->tee && x->teed == x->done) { /* reading the bytes once for both (untimed) */
+        collie_copy_twice(slot + 1, x->tee + x->done, x->sbuf + x->done, n, collie_store_streams(&sp->slot_stores),
+                          x->stream);
+        x->teed += n;
+      } else if (n) {
+        collie_store_copy(&sp->slot_stores, slot + 1, x->sbuf + x->done, n);
+      }
       slot->len = n;
       x->done += n;
       atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);

@@ -31,7 +31,7 @@ typedef struct collie_xfer {
   uint8_t hdr_done;  /* header sent / received and checked            */
   uint8_t complete;
   uint8_t tp_init;   /* the transport has set up its per-transfer state */
-  uint8_t stream;    /* recv: write rbuf with streaming stores (the op's `stream`) */
+  uint8_t stream;    /* recv: write rbuf with streaming stores (the op's `stream`); send: the tee */
   uint64_t pseq;     /* position in the peer's queue (assigned when enqueued) */
   const char *sbuf;  /* send: source                                   */
   char *rbuf;        /* recv: destination                              */
@@ -41,6 +41,8 @@ typedef struct collie_xfer {
   uint64_t nbytes;
   uint64_t done;     /* bytes moved so far (transports may track per stripe) */
   uint32_t parts_left; /* tcp: stripes not yet finished                      */
+  char *tee;         /* send: also write the bytes here as they go (collie_op_t.tee_send) */
+  uint64_t teed;     /* how many were                                  */
   collie_wire_hdr_t hdr; /* send: what goes out; recv: what is expected */
 } collie_xfer_t;
 

@@ -222,6 +222,14 @@ add_test(NAME coll_algo_mixed_4 COMMAND ${COLL_RUN} -n 4 --timeout 280 ${COLL_CH
 set_tests_properties(coll_algo_mixed_4 PROPERTIES TIMEOUT 300 LABELS coll ENVIRONMENT
                      "${COLL_ENV};COLLIE_ALGO=allreduce:tree\\;allgather:bruck\\;broadcast:chain\\;alltoall:bruck;COLLIE_CHUNK_SIZE=1024")
 
+# A send through the shared-memory ring that also writes its bytes to the receive buffer
+# (the own block of an out-of-place all-gather, a broadcast root's; executor.c, pair_tee):
+# 2 ranks, message algorithms forced, blocks from 16 KiB past the ring's 1 MiB.
+add_test(NAME coll_tee_2 COMMAND ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --dtypes quick --coll allgather,broadcast
+         --counts 0,4099,65549,262147)
+set_tests_properties(coll_tee_2 PROPERTIES TIMEOUT 300 LABELS coll ENVIRONMENT
+                     "${COLL_ENV};COLLIE_ALGO=allgather:rd\\;broadcast:chain")
+
 # Mismatched arguments: every rank gets COLLIE_ERR_MISMATCH, nobody hangs.
 add_test(NAME coll_mismatch_4 COMMAND ${COLL_RUN} -n 4 --timeout 100 ${COLL_CHECK} --mismatch)
 set_tests_properties(coll_mismatch_4 PROPERTIES TIMEOUT 120 LABELS coll
