@@ -64,6 +64,19 @@ add_coll_test(coll_fuzz_hosts_5 300 "" ${COLL_RUN} -n 5 --timeout 280
               sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK % 2)) exec \"$0\" \"$@\"" ${COLL_CHECK} --fuzz 600
               --fuzz-bytes 2M --seed 6)
 
+# A rank killed in the middle of such a sequence (coll_check --fuzz-kill R:K): every other
+# rank must stop with an error naming it (or the abort of a survivor that saw it first),
+# within collie-run's grace of 20 s, and at least one must name it; collie-run then exits
+# with the victim's status (137).
+function(add_fuzz_kill_test name nranks victim_at extra_env)
+  add_coll_test(${name} 120 "${extra_env}" bash ${CMAKE_CURRENT_LIST_DIR}/fuzz_kill_test.sh ${COLL_RUN} ${COLL_CHECK}
+                ${nranks} ${victim_at})
+endfunction()
+add_fuzz_kill_test(coll_fuzz_kill_4 4 2:150 "")
+add_fuzz_kill_test(coll_fuzz_kill_root_3 3 0:60 "")
+add_fuzz_kill_test(coll_fuzz_kill_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
+add_fuzz_kill_test(coll_fuzz_kill_progress_thread_5 5 3:200 "COLLIE_PROGRESS_THREAD=1")
+
 # TCP between local ranks.
 foreach(n 2 3 5)
   add_coll_test(coll_tcp_${n} 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK})

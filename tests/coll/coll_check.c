@@ -55,6 +55,9 @@
  * blocking: alone, or 2 to 4 between collie_group_start and collie_group_end (on any of
  * the communicators); what their communicators issued before them must then test done.
  * Every case is verified like the matrix's.
+ * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
+ * then stop with an error naming R's pid, or another survivor's abort, and passes when it
+ * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
  *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
@@ -66,6 +69,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -73,6 +77,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coll_ref.h"
 #include "collie.h"
@@ -100,7 +105,9 @@ static struct {
   size_t counts[64];
   long fuzz;         /* --fuzz: operations in the random sequence (0: the sections) */
   size_t fuzz_bytes; /* --fuzz-bytes: the largest buffer of a fuzz case */
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20};
+  int kill_rank;     /* --fuzz-kill R:K: rank R kills itself before operation K (-1: none) */
+  long kill_at;
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -123,6 +130,7 @@ typedef struct {
   int fatal;       /* an API call failed unexpectedly: stop issuing collectives */
   uint64_t next_id; /* case ids: the same sequence on every rank */
   int64_t *vals;   /* n inputs of one element */
+  char fail_msg[512]; /* the first failed call's error (--fuzz-kill) */
 } ctx_t;
 
 static void say(const ctx_t *x, const char *fmt, ...) {
@@ -766,7 +774,11 @@ static void case_verify(ctx_t *x, case_t *c) {
 static void api_failed(ctx_t *x, const case_t *c, const char *what, collie_result_t r) {
   char d[1024] = "";
   if (c) describe(x, c, d, sizeof(d));
-  say(x, "FAILED: %s returned %s (%s): %s", what, collie_get_error_string(r), d, collie_get_last_error(x->comm));
+  const char *msg = collie_get_last_error(x->comm);
+  if (!msg || !*msg) msg = collie_get_last_error(NULL); /* a group's end: the thread's error */
+  if (!x->fail_msg[0]) snprintf(x->fail_msg, sizeof(x->fail_msg), "%s", msg ? msg : "(none)");
+  say(x, "%s: %s returned %s (%s): %s", opt.kill_rank >= 0 ? "stopped" : "FAILED", what, collie_get_error_string(r), d,
+      msg);
   x->fatal = 1;
   x->failed++;
 }
@@ -1258,6 +1270,10 @@ static void run_fuzz(ctx_t *x) {
   bool fatal = ncomms < FUZZ_COMMS;
   uint64_t mine = cr_hash4(opt.seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
   for (long i = 0; i < opt.fuzz && !fatal; i++) {
+    if (i >= opt.kill_at && x->rank == opt.kill_rank) { /* --fuzz-kill: as kill -9 would (a group may span K) */
+      fflush(stdout);
+      raise(SIGKILL);
+    }
     /* one blocking call in 8, a group of 2 to 4 in 8 (each the same on every rank) */
     const uint64_t how = fuzz_draw((uint64_t)i, 7) % 8;
     if (how < 2) {
@@ -1344,6 +1360,11 @@ static void run_fuzz(ctx_t *x) {
     else case_free(&fly[k].c);
     fatal |= xs[fly[k].ci].fatal;
   }
+  if (opt.kill_rank >= 0 && !fatal) { /* the last operations may not have needed the victim */
+    collie_result_t r = collie_barrier(xs[0].comm);
+    if (r) api_failed(&xs[0], NULL, "a barrier after the sequence", r);
+    fatal |= r != COLLIE_SUCCESS;
+  }
   for (int ci = 0; ci < ncomms; ci++) {
     if (ci) { /* the world's is released by the caller */
       xs[ci].fatal |= fatal;
@@ -1352,8 +1373,44 @@ static void run_fuzz(ctx_t *x) {
     }
     x->cases += xs[ci].cases;
     x->failed += xs[ci].failed;
+    if (!x->fail_msg[0]) memcpy(x->fail_msg, xs[ci].fail_msg, sizeof(x->fail_msg));
   }
   x->fatal |= fatal;
+}
+
+/* --fuzz-kill: every rank learns the victim's pid first (the error sentences name ranks
+ * with their pid, and the split communicators number them otherwise). */
+static void fuzz_victim_pid(ctx_t *x, int64_t *victim) {
+  int64_t me = (int64_t)getpid(), *all = calloc((size_t)x->n, sizeof(int64_t));
+  if (!all) exit(2);
+  collie_result_t r = opt.kill_rank < x->n ? collie_allgather(&me, all, 1, COLLIE_INT64, x->comm) : COLLIE_SUCCESS;
+  if (r) api_failed(x, NULL, "allgather of pids", r);
+  else if (opt.kill_rank < x->n) *victim = all[opt.kill_rank];
+  free(all);
+}
+
+/* A survivor passes when its sequence stopped with an error that names the victim's pid,
+ * or that says another survivor aborted a communicator (which survivors do once they have
+ * seen the death: a rank still waiting on that communicator may hear of the abort first).
+ * The test around it wants at least one survivor to have named the victim. */
+static void fuzz_kill_verdict(ctx_t *x, int64_t victim) {
+  char pid[32];
+  snprintf(pid, sizeof(pid), "pid %lld", (long long)victim);
+  if (!x->fatal) {
+    say(x, "FAILED: every operation succeeded after rank %d was killed before operation %ld", opt.kill_rank,
+        opt.kill_at);
+  } else if (strstr(x->fail_msg, pid)) {
+    say(x, "the death of rank %d (%s) was reported", opt.kill_rank, pid);
+    x->failed = 0;
+    return;
+  } else if (strstr(x->fail_msg, "aborted its communicator")) {
+    say(x, "stopped by another survivor's abort after the death of rank %d (%s)", opt.kill_rank, pid);
+    x->failed = 0;
+    return;
+  } else {
+    say(x, "FAILED: the error after rank %d (%s) was killed does not name it: %s", opt.kill_rank, pid, x->fail_msg);
+  }
+  x->failed++;
 }
 
 /* ---- mismatch mode ------------------------------------------------------------------- */
@@ -1605,8 +1662,11 @@ static int run_rank(collie_comm_t *comm) {
   if (opt.mismatch) {
     run_mismatch(&x);
   } else if (opt.fuzz) {
+    int64_t victim_pid = 0;
+    if (opt.kill_rank >= 0) fuzz_victim_pid(&x, &victim_pid);
     run_fuzz(&x);
     release_comm(&x);
+    if (opt.kill_rank >= 0 && x.rank != opt.kill_rank) fuzz_kill_verdict(&x, victim_pid);
   } else {
     for (int k = 0; k < K_NUM && !x.fatal; k++) {
       if (!(opt.kinds & (1u << k))) continue;
@@ -1642,7 +1702,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
           "                  [--counts C[,C..]] [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n"
-          "                  [--fuzz K [--fuzz-bytes B]]\n"
+          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-kill R:K]]\n"
           "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
@@ -1718,6 +1778,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--counts") && i + 1 < argc) parse_counts(argv[++i]);
     else if (!strcmp(a, "--fuzz") && i + 1 < argc) opt.fuzz = atol(argv[++i]);
     else if (!strcmp(a, "--fuzz-bytes") && i + 1 < argc) opt.fuzz_bytes = parse_bytes(argv[++i]);
+    else if (!strcmp(a, "--fuzz-kill") && i + 1 < argc) {
+      if (sscanf(argv[++i], "%d:%ld", &opt.kill_rank, &opt.kill_at) != 2 || opt.kill_rank < 0 || opt.kill_at < 0) usage();
+    }
     else if (!strcmp(a, "--signal-storm")) signal_storm_start();
     else if (!strcmp(a, "-v")) opt.verbose++;
     else if (!strcmp(a, "-vv")) opt.verbose += 2;
@@ -1726,6 +1789,10 @@ int main(int argc, char **argv) {
   if (cr_selftest()) {
     fprintf(stderr, "coll_check: the reference encoders failed their self test\n");
     return 2;
+  }
+  if (opt.kill_rank >= 0 && (opt.threads > 0 || !opt.fuzz)) {
+    fprintf(stderr, "coll_check: --fuzz-kill needs --fuzz, and ranks as processes\n");
+    usage();
   }
   if (opt.threads > 0) {
     int n = opt.threads;
