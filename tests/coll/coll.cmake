@@ -60,6 +60,9 @@ add_coll_test(coll_fuzz_tcp_3 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n 3 --time
               --fuzz-bytes 2M --seed 4)
 add_coll_test(coll_fuzz_progress_thread_5 300 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n 5 --timeout 280 ${COLL_CHECK}
               --fuzz 600 --fuzz-bytes 2M --seed 5)
+# ... and three sequences at once in each process, a thread and a communicator each.
+add_coll_test(coll_fuzz_multithread_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --fuzz 400 --fuzz-bytes 1M
+              --fuzz-threads 3 --seed 7)
 add_coll_test(coll_fuzz_hosts_5 300 "" ${COLL_RUN} -n 5 --timeout 280
               sh -c "COLLIE_HOST_ID=host$((COLLIE_RANK % 2)) exec \"$0\" \"$@\"" ${COLL_CHECK} --fuzz 600
               --fuzz-bytes 2M --seed 6)
@@ -70,12 +73,13 @@ add_coll_test(coll_fuzz_hosts_5 300 "" ${COLL_RUN} -n 5 --timeout 280
 # with the victim's status (137).
 function(add_fuzz_kill_test name nranks victim_at extra_env)
   add_coll_test(${name} 120 "${extra_env}" bash ${CMAKE_CURRENT_LIST_DIR}/fuzz_kill_test.sh ${COLL_RUN} ${COLL_CHECK}
-                ${nranks} ${victim_at})
+                ${nranks} ${victim_at} ${ARGN})
 endfunction()
 add_fuzz_kill_test(coll_fuzz_kill_4 4 2:150 "")
 add_fuzz_kill_test(coll_fuzz_kill_root_3 3 0:60 "")
 add_fuzz_kill_test(coll_fuzz_kill_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
 add_fuzz_kill_test(coll_fuzz_kill_progress_thread_5 5 3:200 "COLLIE_PROGRESS_THREAD=1")
+add_fuzz_kill_test(coll_fuzz_kill_multithread_4 4 1:100 "" --fuzz-threads 3)
 
 # TCP between local ranks.
 foreach(n 2 3 5)

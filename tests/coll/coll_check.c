@@ -55,6 +55,8 @@
  * blocking: alone, or 2 to 4 between collie_group_start and collie_group_end (on any of
  * the communicators); what their communicators issued before them must then test done.
  * Every case is verified like the matrix's.
+ * --fuzz-threads T: T such sequences at once in each process, a thread each, on copies of
+ * the world (a communicator per thread, as API.md allows), with seeds of their own.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
  * then stop with an error naming R's pid, or another survivor's abort, and passes when it
  * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
@@ -107,7 +109,8 @@ static struct {
   size_t fuzz_bytes; /* --fuzz-bytes: the largest buffer of a fuzz case */
   int kill_rank;     /* --fuzz-kill R:K: rank R kills itself before operation K (-1: none) */
   long kill_at;
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0};
+  int fuzz_threads;  /* --fuzz-threads T: T sequences at once, a thread and communicator each */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0, 1};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -1145,7 +1148,10 @@ static void release_comm(ctx_t *x) {
 
 /* ---- fuzz mode ----------------------------------------------------------------------- */
 
-static uint64_t fuzz_draw(uint64_t i, uint64_t what) { return cr_hash4(opt.seed, 0xF022, i, what); }
+/* The sequence's seed: --seed, varied per thread with --fuzz-threads. */
+static _Thread_local uint64_t fuzz_seed;
+
+static uint64_t fuzz_draw(uint64_t i, uint64_t what) { return cr_hash4(fuzz_seed, 0xF022, i, what); }
 
 /* Elements of the largest buffer of a case per unit of count: the bound on count. */
 enum { FUZZ_ALONE, FUZZ_GROUP, FUZZ_NONBLOCKING }; /* how a fuzz case is issued */
@@ -1268,7 +1274,7 @@ static void run_fuzz(ctx_t *x) {
   } fly[WMAX]; /* in flight, in the order they were issued */
   int nfly = 0;
   bool fatal = ncomms < FUZZ_COMMS;
-  uint64_t mine = cr_hash4(opt.seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
+  uint64_t mine = cr_hash4(fuzz_seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
   for (long i = 0; i < opt.fuzz && !fatal; i++) {
     if (i >= opt.kill_at && x->rank == opt.kill_rank) { /* --fuzz-kill: as kill -9 would (a group may span K) */
       fflush(stdout);
@@ -1376,6 +1382,56 @@ static void run_fuzz(ctx_t *x) {
     if (!x->fail_msg[0]) memcpy(x->fail_msg, xs[ci].fail_msg, sizeof(x->fail_msg));
   }
   x->fatal |= fatal;
+}
+
+/* --fuzz-threads: each thread runs its own sequence on its own copy of the world (API.md
+ * lets threads use communicators of their own at once), with a seed of its own. */
+typedef struct {
+  ctx_t x;
+  uint64_t seed;
+} fuzz_thread_t;
+
+static void *fuzz_thread_main(void *arg) {
+  fuzz_thread_t *t = arg;
+  fuzz_seed = t->seed;
+  run_fuzz(&t->x);
+  release_comm(&t->x);
+  return NULL;
+}
+
+static void run_fuzz_threads(ctx_t *x) {
+  const int nt = opt.fuzz_threads;
+  fuzz_thread_t *ts = calloc((size_t)nt, sizeof(*ts));
+  pthread_t *th = calloc((size_t)nt, sizeof(*th));
+  if (!ts || !th) exit(2);
+  int made = 0;
+  for (; made < nt; made++) { /* one after the other: splits of one communicator are collectives on it */
+    ts[made].x = *x;
+    ts[made].x.vals = calloc((size_t)x->n, sizeof(int64_t));
+    if (!ts[made].x.vals) exit(2);
+    ts[made].seed = opt.seed + 0x9E3779B97F4A7C15ull * (uint64_t)(made + 1);
+    collie_result_t r = collie_comm_split(x->comm, 0, x->rank, &ts[made].x.comm);
+    if (r) {
+      api_failed(x, NULL, "collie_comm_split", r);
+      free(ts[made].x.vals);
+      break;
+    }
+  }
+  int started = 0;
+  for (; started < made; started++)
+    if (pthread_create(&th[started], NULL, fuzz_thread_main, &ts[started])) break;
+  for (int t = 0; t < made; t++) {
+    if (t < started) pthread_join(th[t], NULL);
+    else release_comm(&ts[t].x);
+    x->cases += ts[t].x.cases;
+    x->failed += ts[t].x.failed;
+    x->fatal |= ts[t].x.fatal || t >= started;
+    if (!x->fail_msg[0]) memcpy(x->fail_msg, ts[t].x.fail_msg, sizeof(x->fail_msg));
+    free(ts[t].x.vals);
+  }
+  if (started < made) say(x, "FAILED: could not start a thread for the fuzz");
+  free(ts);
+  free(th);
 }
 
 /* --fuzz-kill: every rank learns the victim's pid first (the error sentences name ranks
@@ -1664,7 +1720,9 @@ static int run_rank(collie_comm_t *comm) {
   } else if (opt.fuzz) {
     int64_t victim_pid = 0;
     if (opt.kill_rank >= 0) fuzz_victim_pid(&x, &victim_pid);
-    run_fuzz(&x);
+    fuzz_seed = opt.seed;
+    if (opt.fuzz_threads > 1) run_fuzz_threads(&x);
+    else run_fuzz(&x);
     release_comm(&x);
     if (opt.kill_rank >= 0 && x.rank != opt.kill_rank) fuzz_kill_verdict(&x, victim_pid);
   } else {
@@ -1702,7 +1760,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
           "                  [--counts C[,C..]] [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n"
-          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-kill R:K]]\n"
+          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K]]\n"
           "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
@@ -1778,6 +1836,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--counts") && i + 1 < argc) parse_counts(argv[++i]);
     else if (!strcmp(a, "--fuzz") && i + 1 < argc) opt.fuzz = atol(argv[++i]);
     else if (!strcmp(a, "--fuzz-bytes") && i + 1 < argc) opt.fuzz_bytes = parse_bytes(argv[++i]);
+    else if (!strcmp(a, "--fuzz-threads") && i + 1 < argc) opt.fuzz_threads = atoi(argv[++i]);
     else if (!strcmp(a, "--fuzz-kill") && i + 1 < argc) {
       if (sscanf(argv[++i], "%d:%ld", &opt.kill_rank, &opt.kill_at) != 2 || opt.kill_rank < 0 || opt.kill_at < 0) usage();
     }
@@ -1792,6 +1851,10 @@ int main(int argc, char **argv) {
   }
   if (opt.kill_rank >= 0 && (opt.threads > 0 || !opt.fuzz)) {
     fprintf(stderr, "coll_check: --fuzz-kill needs --fuzz, and ranks as processes\n");
+    usage();
+  }
+  if (opt.fuzz_threads < 1 || opt.fuzz_threads > 16 || (opt.fuzz_threads > 1 && opt.threads > 0)) {
+    fprintf(stderr, "coll_check: --fuzz-threads wants 1 to 16, and ranks as processes\n");
     usage();
   }
   if (opt.threads > 0) {

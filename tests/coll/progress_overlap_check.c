@@ -3,7 +3,7 @@
  * waits (that thread then moves the data itself: src/core/wait.c). This program checks
  * both halves on every rank, round after round:
  *   1. a blocking all-reduce (its wait drives; the thread stands aside);
- *   2. a nonblocking all-reduce of 4 MiB, then a sleep with no collie call, then one
+ *   2. a nonblocking all-reduce of 4 MiB, then a sleep with no collie call, then
  *      collie_test, which must report it done: only the progress thread can have moved
  *      it (with the thread, collie_test only looks);
  *   3. a small nonblocking all-reduce and a 16 MiB one: a wait for the small one, then a
@@ -59,13 +59,22 @@ static int check_sum(const int32_t *buf, size_t count, int round, int n, int me,
   return 1;
 }
 
-/* Step 2's and 3's check: one look after the sleep, no progress of the caller's own. */
+/* Step 2's and 3's check: looks after the sleep, no progress of the caller's own (with a
+ * progress thread, collie_test only looks). Done at the first look, as a rule; the later
+ * looks, every 20 ms for up to PATIENCE_MS, are for a machine so loaded (an ASan build
+ * beside three other test jobs) that a 16 MiB all-reduce takes the thread longer than the
+ * sleep. A thread that does not move it by itself never gets it done. */
+enum { PATIENCE_MS = 5000, LOOK_MS = 20 };
 static int done_after_sleep(collie_request_t *req, int me, int round, const char *what) {
-  int done = 0;
-  if (!ok(collie_test(req, &done), me, round, what)) return 0;
-  if (done) return 1;
-  fprintf(stderr, "progress_overlap_check: rank %d, round %d: %s was not done after the sleep: the progress "
-          "thread did not move it\n", me, round, what);
+  for (int waited = 0;; waited += LOOK_MS) {
+    int done = 0;
+    if (!ok(collie_test(req, &done), me, round, what)) return 0;
+    if (done) return 1;
+    if (waited >= PATIENCE_MS) break;
+    sleep_ms(LOOK_MS);
+  }
+  fprintf(stderr, "progress_overlap_check: rank %d, round %d: %s was not done %d ms after the sleep: the progress "
+          "thread did not move it\n", me, round, what, PATIENCE_MS);
   collie_wait(req);
   return 0;
 }
