@@ -106,6 +106,10 @@ void collie_coll_unclaim(collie_comm_t *comm, bool claimed) {
   if (claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
 }
 
+/* What an operation without a schedule carries: a shared-memory collective's (its rounds
+ * live in the op), a count-0 collective's behind others (collie_coll_done). */
+static collie_sched_t no_steps;
+
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req) {
   const char *fn = call->fn;
@@ -126,7 +130,6 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   collie_sched_t *s = NULL;
   int *users = NULL;
   bool cached = false, native = false, relocked = false;
-  static collie_sched_t no_steps; /* what a shared-memory collective's op carries */
   collie_lock(&comm->lock);
   collie_result_t res = usable_locked(comm, fn);
   if (res) {
@@ -271,7 +274,6 @@ collie_result_t collie_coll_done(collie_comm_t *comm, collie_coll_t coll, const 
     /* Operations complete in the order they were issued (API.md): behind others in flight,
      * an operation without steps, retired once they are (a count-0 broadcast returned
      * while an all-to-all posted before it was still moving data). Posting numbers it. */
-    static collie_sched_t no_steps;
     collie_op_t *op = collie_op_create(comm, &no_steps, false, call->sendbuf, call->recvbuf, coll, 0, call->dt,
                                        call->op, call->root, NULL);
     bool kick = false;

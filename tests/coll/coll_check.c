@@ -1264,6 +1264,13 @@ static int fuzz_comms(ctx_t *x, ctx_t *xs) {
   return FUZZ_COMMS;
 }
 
+/* A communicator's or thread's counts and first error, added to the rank's. */
+static void fuzz_absorb(ctx_t *into, const ctx_t *from) {
+  into->cases += from->cases;
+  into->failed += from->failed;
+  if (!into->fail_msg[0]) memcpy(into->fail_msg, from->fail_msg, sizeof(into->fail_msg));
+}
+
 static void run_fuzz(ctx_t *x) {
   enum { WMAX = 8 };
   ctx_t xs[FUZZ_COMMS];
@@ -1377,9 +1384,7 @@ static void run_fuzz(ctx_t *x) {
       release_comm(&xs[ci]);
       free(xs[ci].vals);
     }
-    x->cases += xs[ci].cases;
-    x->failed += xs[ci].failed;
-    if (!x->fail_msg[0]) memcpy(x->fail_msg, xs[ci].fail_msg, sizeof(x->fail_msg));
+    fuzz_absorb(x, &xs[ci]);
   }
   x->fatal |= fatal;
 }
@@ -1423,10 +1428,8 @@ static void run_fuzz_threads(ctx_t *x) {
   for (int t = 0; t < made; t++) {
     if (t < started) pthread_join(th[t], NULL);
     else release_comm(&ts[t].x);
-    x->cases += ts[t].x.cases;
-    x->failed += ts[t].x.failed;
+    fuzz_absorb(x, &ts[t].x);
     x->fatal |= ts[t].x.fatal || t >= started;
-    if (!x->fail_msg[0]) memcpy(x->fail_msg, ts[t].x.fail_msg, sizeof(x->fail_msg));
     free(ts[t].x.vals);
   }
   if (started < made) say(x, "FAILED: could not start a thread for the fuzz");
