@@ -50,6 +50,12 @@ typedef struct {
   fail_t fail;
 } join_fail_t;
 
+/* What a rank asked by a stalled one waits for itself (COLLIE_CTL_WAITS). */
+typedef struct {
+  int32_t asker, about;
+  char text[COLLIE_WAITS_TEXT], end[COLLIE_WAITS_TEXT];
+} waits_t;
+
 /* A goodbye (destroy), and its relay by rank 0: how many collectives the rank issued and,
  * with `counts`, how many messages it had sent to the rank that reads the relay and
  * received from it. The goodbye itself carries those two for every rank, as nranks pairs
@@ -684,6 +690,58 @@ void collie_ctl_ask_owed(collie_comm_t *comm, int to, int asker, const collie_st
 
 void collie_ctl_try_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg) { send_fail(comm, res, msg, true); }
 
+static void keep_waits(collie_comm_t *comm, const waits_t *w) {
+  collie_control_t *c = comm->ctl;
+  pthread_mutex_lock(&c->m);
+  c->waits_about = w->about;
+  c->waits_ns = collie_now_ns();
+  snprintf(c->waits_text, sizeof(c->waits_text), "%s", w->text);
+  snprintf(c->waits_end, sizeof(c->waits_end), "%s", w->end);
+  pthread_mutex_unlock(&c->m);
+}
+
+/* Rank 0 passes an answer on to the rank that asked (from its watchdog, or from the one
+ * that answered itself). */
+static void pass_waits(collie_comm_t *comm, const waits_t *w) {
+  collie_control_t *c = comm->ctl;
+  if (w->asker == 0) {
+    keep_waits(comm, w);
+    return;
+  }
+  if (w->asker < 0 || w->asker >= comm->nranks) return;
+  pthread_mutex_lock(&c->send_lock);
+  if (c->fds[w->asker] >= 0) send_frame(c->fds[w->asker], COLLIE_CTL_WAITS, 0, w, sizeof(*w), deadline_after_ms(1000));
+  pthread_mutex_unlock(&c->send_lock);
+}
+
+void collie_ctl_send_waits(collie_comm_t *comm, int asker, const char *text, const char *end) {
+  collie_control_t *c = comm->ctl;
+  if (!c || comm->nranks == 1) return;
+  waits_t w = {asker, comm->rank, "", ""};
+  snprintf(w.text, sizeof(w.text), "%s", text);
+  snprintf(w.end, sizeof(w.end), "%s", end);
+  if (comm->rank == 0) {
+    pass_waits(comm, &w);
+    return;
+  }
+  pthread_mutex_lock(&c->send_lock);
+  if (c->root_fd >= 0) send_frame(c->root_fd, COLLIE_CTL_WAITS, comm->rank, &w, sizeof(w), deadline_after_ms(1000));
+  pthread_mutex_unlock(&c->send_lock);
+}
+
+bool collie_ctl_peer_waits(collie_comm_t *comm, int about, int64_t since_ns, char *text, char *end) {
+  collie_control_t *c = comm->ctl;
+  if (!c) return false;
+  pthread_mutex_lock(&c->m);
+  const bool fresh = c->waits_ns && c->waits_about == about && c->waits_ns >= since_ns;
+  if (fresh) {
+    snprintf(text, COLLIE_WAITS_TEXT, "%s", c->waits_text);
+    snprintf(end, COLLIE_WAITS_TEXT, "%s", c->waits_end);
+  }
+  pthread_mutex_unlock(&c->m);
+  return fresh;
+}
+
 static void signal_bye(collie_control_t *c) {
   pthread_mutex_lock(&c->m);
   c->bye_done = true;
@@ -825,7 +883,19 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
   } else if (f.type == COLLIE_CTL_STALL && comm->rank == 0 && f.len == sizeof(collie_stall_t)) {
     collie_ctl_note_stall(comm, from, pl);
   } else if (f.type == COLLIE_CTL_OWED && comm->rank != 0 && f.len == sizeof(collie_stall_t)) {
-    if (f.rank >= 0 && f.rank < comm->nranks) collie_ctl_check_owed(comm, f.rank, pl);
+    if (f.rank >= 0 && f.rank < comm->nranks) {
+      collie_ctl_check_owed(comm, f.rank, pl);
+      collie_ctl_answer_waits(comm, f.rank);
+    }
+  } else if (f.type == COLLIE_CTL_WAITS && f.len == sizeof(waits_t)) {
+    waits_t *w = pl;
+    w->text[sizeof(w->text) - 1] = w->end[sizeof(w->end) - 1] = 0;
+    if (comm->rank == 0) {
+      w->about = from; /* the rank that answered is the one whose connection it came on */
+      pass_waits(comm, w);
+    } else {
+      keep_waits(comm, w);
+    }
   } else if (f.type == COLLIE_CTL_BYE_ACK && comm->rank != 0) {
     signal_bye(c);
   }

@@ -14,6 +14,7 @@
 #include "bootstrap/settings.h"
 #include "bootstrap/unique_id.h"
 #include "core/comm.h"
+#include "core/own_waits.h"
 
 enum {
   COLLIE_CTL_HELLO = 1,
@@ -27,7 +28,8 @@ enum {
   COLLIE_CTL_JOIN_FAIL, /* instead of a greeting: this rank failed before it could join */
   COLLIE_CTL_LEFT,      /* rank 0 to the others: a rank said goodbye after N collectives */
   COLLIE_CTL_STALL,     /* to rank 0: this rank's oldest collective made no progress for a while (stall.c) */
-  COLLIE_CTL_OWED       /* rank 0 to a rank: another waits for a message of yours (stall.c) */
+  COLLIE_CTL_OWED,      /* rank 0 to a rank: another waits for a message of yours (stall.c) */
+  COLLIE_CTL_WAITS      /* the answer, through rank 0: what the asked rank itself waits for (stall.c) */
 };
 
 typedef struct collie_control {
@@ -47,6 +49,10 @@ typedef struct collie_control {
   int64_t setup_checked_ns; /* collie_ctl_setup_failed: when it last looked */
   bool setup_failure_seen;  /* ... and whether it saw a failure (which stays) */
   collie_wire_hdr_t *stalls; /* rank 0, under m: the first stall report of recent operations (stall.c) */
+  /* Under m: the last answer of a rank this one asked what it waits for (stall.c), when. */
+  int waits_about;
+  int64_t waits_ns;
+  char waits_text[COLLIE_WAITS_TEXT], waits_end[COLLIE_WAITS_TEXT];
 } collie_control_t;
 
 /* Rank 0: accepts every rank on listen_fd, checks secrets, exchanges cards. Others:
@@ -110,6 +116,15 @@ void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_stall_t *
 void collie_ctl_check_owed(collie_comm_t *comm, int asker, const collie_stall_t *st);
 /* Rank 0: passes stalled rank asker's report to rank `to`, the peer it waits for. */
 void collie_ctl_ask_owed(collie_comm_t *comm, int to, int asker, const collie_stall_t *st);
+/* The asked rank's answer to stalled rank `asker`, `text` and `end` (collie_own_waits_describe):
+ * to rank 0, which passes it on (or keeps it when it asked). */
+void collie_ctl_send_waits(collie_comm_t *comm, int asker, const char *text, const char *end);
+/* The answer rank `about` gave this rank at or after `since_ns`, into text and end
+ * (COLLIE_WAITS_TEXT each); false if none. */
+bool collie_ctl_peer_waits(collie_comm_t *comm, int about, int64_t since_ns, char *text, char *end);
+/* On the asked rank: answers stalled rank `asker` with what this process waits for, unless
+ * that rank is a thread of this process, or several ranks of comm are (stall.c). */
+void collie_ctl_answer_waits(collie_comm_t *comm, int asker);
 /* The same, best effort: nothing when another thread is sending (collie_comm_abort, which
  * may run in a signal handler that interrupted that thread). */
 void collie_ctl_try_send_fail(collie_comm_t *comm, collie_result_t res, const char *msg);

@@ -32,6 +32,7 @@
 #include "bootstrap/control.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
+#include "core/own_waits.h"
 #include "sched/executor.h"
 
 /* Both calls of one operation number that differ: the sentence rank 0 and the peer give. */
@@ -76,8 +77,12 @@ void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_stall_t *
     fail_calls_differ(comm, from, call, other, &theirs);
   } else if (st->peer >= 0 && st->peer < comm->nranks && st->peer != from) {
     /* from != 0 when the peer is rank 0: this is its watchdog, and comm->lock is free */
-    if (st->peer == 0) collie_ctl_check_owed(comm, from, st);
-    else collie_ctl_ask_owed(comm, st->peer, from, st);
+    if (st->peer == 0) {
+      collie_ctl_check_owed(comm, from, st);
+      collie_ctl_answer_waits(comm, from);
+    } else {
+      collie_ctl_ask_owed(comm, st->peer, from, st);
+    }
   }
 }
 
@@ -136,4 +141,13 @@ void collie_ctl_check_owed(collie_comm_t *comm, int asker, const collie_stall_t 
                      "without expecting: the ranks' calls disagree on what moves between them%s",
                      collie_peer_desc(comm, asker, pa, sizeof(pa)), coll, (unsigned long long)st->call.seq,
                      collie_peer_desc(comm, comm->rank, pb, sizeof(pb)), hint);
+}
+
+void collie_ctl_answer_waits(collie_comm_t *comm, int asker) {
+  if (asker < 0 || asker >= comm->nranks || asker == comm->rank || !collie_only_rank_here(comm, comm->rank) ||
+      atomic_load(&comm->failed))
+    return;
+  char text[COLLIE_WAITS_TEXT], end[COLLIE_WAITS_TEXT];
+  collie_own_waits_describe(comm, asker, text, end);
+  collie_ctl_send_waits(comm, asker, text, end);
 }

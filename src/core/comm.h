@@ -92,6 +92,8 @@ struct collie_comm {
   int64_t last_progress_ns;    /* first clock read after progress_count last changed; 0: none yet */
   uint32_t idle_checks;        /* check_timeout calls since then (the clock is read every 64th) */
   int64_t stall_next_ns;       /* when a stall may be reported to rank 0 again (bootstrap/stall.c) */
+  int stall_asked;             /* the peer the last report asked what it waits for (-1: none) ... */
+  int64_t stall_asked_ns;      /* ... and when */
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */

@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "core/comm_internal.h"
 #include "core/error.h"
+#include "core/own_waits.h"
 #include "core/progress_others.h"
 #include "coll/sched_cache.h"
 #include "core/log.h"
@@ -23,6 +24,9 @@ static void stop_progress_thread(collie_comm_t *comm) {
 }
 
 void collie_comm_teardown(collie_comm_t *comm) {
+  /* first: another communicator's watchdog describing this one reads its control state,
+   * which goes below (the list's lock keeps it out from here on) */
+  collie_own_waits_remove(comm);
   stop_progress_thread(comm);
   collie_ctl_close(comm);
   collie_lock(&comm->lock);
@@ -86,6 +90,7 @@ static void quarantine_comm(collie_comm_t *comm) {
 }
 
 void collie_comm_free(collie_comm_t *comm) {
+  collie_own_waits_remove(comm); /* already, after a teardown */
   collie_shm_destroy(comm);
   collie_comm_free_scratch(comm);
   quarantine_comm(comm);

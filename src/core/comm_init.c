@@ -21,6 +21,7 @@
 #include "core/cpus.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/own_waits.h"
 #include "core/params.h"
 #include "transport/shm.h"
 #include "transport/tcp.h"
@@ -335,6 +336,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   comm->stream_bytes = (uint64_t)collie_param_int(COLLIE_P_STREAM_BYTES);
   comm->yield = (int)collie_param_int(COLLIE_P_YIELD);
   collie_set_wait_peer(comm, -1);
+  comm->stall_asked = -1;
   atomic_store(&comm->left_after, UINT64_MAX);
   const char *algo = collie_param_str(COLLIE_P_ALGO), *proto = collie_param_str(COLLIE_P_PROTO);
   if (config) {
@@ -412,6 +414,7 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
   res = collie_shm_cma_measure(comm); /* a working communicator, ranks placed */
   if (res) goto fail;
   log_topology(comm);
+  collie_own_waits_add(comm);
   *out = comm;
   return COLLIE_SUCCESS;
 fail:

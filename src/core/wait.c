@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/futex.h"
 #include "core/log.h"
+#include "core/own_waits.h"
 #include "core/params.h"
 #include "core/progress_others.h"
 #include "sched/executor.h"
@@ -53,6 +54,10 @@ static void report_stall(collie_comm_t *comm) {
     st.dir = COLLIE_STALL_SHM;
     st.pos = op->nat_round;
   }
+  if (st.peer >= 0 && st.peer != comm->rank) { /* the report also asks that peer what it waits for */
+    comm->stall_asked = st.peer;
+    comm->stall_asked_ns = collie_now_ns();
+  }
   collie_ctl_report_stall(comm, &st);
 }
 
@@ -81,12 +86,13 @@ static void check_timeout(collie_comm_t *comm, bool timed) {
     report_stall(comm);
   }
   if (idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
-  char what[512];
+  char what[512], said[768];
   collie_describe_wait(comm, what, sizeof(what));
+  collie_peer_said(comm, said, sizeof(said));
   collie_comm_fail(comm, COLLIE_ERR_TIMEOUT, false,
-                   "rank %d timed out after %d s without progress in %s; the peer may be stuck, slow or "
+                   "rank %d timed out after %d s without progress in %s%s; the peer may be stuck, slow or "
                    "calling a different operation (COLLIE_EXEC_TIMEOUT sets the limit)",
-                   comm->rank, comm->exec_timeout_ms / 1000, what);
+                   comm->rank, comm->exec_timeout_ms / 1000, what, said);
   collie_progress(comm);
 }
 

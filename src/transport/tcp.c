@@ -19,6 +19,7 @@
 #include "bootstrap/socket.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/own_waits.h"
 #include "core/params.h"
 
 #define HELLO_MAGIC 0x434c5443u /* "CLTC" */
@@ -83,11 +84,18 @@ static int peer_failed(collie_comm_t *comm, collie_peer_t *peer, const char *dur
   char pd[160];
   if (collie_comm_await_failure(comm)) return -1; /* the peer left because another rank failed */
   collie_peer_desc(comm, peer->rank, pd, sizeof(pd));
+  /* Failure notices pass through rank 0: when its process is stopped, the peer may have
+   * closed the connection after a failure (its own timeout, an abort) that nobody relayed. */
+  char relay[256] = "", rd[160];
+  const char *how = comm->rank && peer->rank ? collie_rank_stopped(comm, 0) : NULL;
+  if (how)
+    snprintf(relay, sizeof(relay), " (or failed, with no word of it through %s, which passes failures on and is %s: "
+             "resume it with kill -CONT %d)", collie_peer_desc(comm, 0, rd, sizeof(rd)), how, comm->cards[0].pid);
   if (err == 0 || err == ECONNRESET || err == EPIPE)
     collie_comm_fail(comm, COLLIE_ERR_REMOTE, false,
                      "%s closed its connection during %s on rank %d: that rank died or destroyed its "
-                     "communicator early; check its log and exit status",
-                     pd, during, comm->rank);
+                     "communicator early%s; check its log and exit status",
+                     pd, during, comm->rank, relay);
   else
     collie_comm_fail(comm, COLLIE_ERR_REMOTE, false, "rank %d lost its TCP connection to %s during %s: %s",
                      comm->rank, pd, during, strerror(err));

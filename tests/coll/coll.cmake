@@ -81,6 +81,25 @@ add_fuzz_kill_test(coll_fuzz_kill_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
 add_fuzz_kill_test(coll_fuzz_kill_progress_thread_5 5 3:200 "COLLIE_PROGRESS_THREAD=1")
 add_fuzz_kill_test(coll_fuzz_kill_multithread_4 4 1:100 "" --fuzz-threads 3)
 
+# A rank frozen (SIGSTOP) in the middle of such a sequence (coll_check --fuzz-stop R:K):
+# every other rank must stop within COLLIE_EXEC_TIMEOUT (6 s here) with an error naming it,
+# at the end of a chain of waits if need be (core/own_waits.h), or the abort of a survivor
+# that saw it first; then the frozen rank, resumed, must fail too, saying why.
+function(add_fuzz_stop_test name nranks victim_at extra_env)
+  set(env "COLLIE_EXEC_TIMEOUT=6")
+  if(extra_env)
+    list(APPEND env ${extra_env})
+  endif()
+  add_coll_test(${name} 120 "${env}" bash ${CMAKE_CURRENT_LIST_DIR}/fuzz_stop_test.sh
+                ${COLL_RUN} ${COLL_CHECK} ${nranks} ${victim_at} ${ARGN})
+endfunction()
+add_fuzz_stop_test(coll_fuzz_stop_5 5 4:163 "COLLIE_PROTO=simple" --seed 28605)
+add_fuzz_stop_test(coll_fuzz_stop_root_4 4 0:120 "")
+add_fuzz_stop_test(coll_fuzz_stop_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
+add_fuzz_stop_test(coll_fuzz_stop_tcp_root_4 4 0:11 "COLLIE_TRANSPORT=tcp" --seed 30526)
+add_fuzz_stop_test(coll_fuzz_stop_progress_thread_4 4 2:150 "COLLIE_PROGRESS_THREAD=1")
+add_fuzz_stop_test(coll_fuzz_stop_multithread_3 3 1:160 "" --fuzz-threads 2 --seed 22637)
+
 # TCP between local ranks.
 foreach(n 2 3 5)
   add_coll_test(coll_tcp_${n} 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n ${n} --timeout 280 ${COLL_CHECK})

@@ -3,7 +3,8 @@
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
  *              [--counts C[,C..]] [--register] [--mismatch] [--init-in-group] [--seed S]
- *              [--fuzz K [--fuzz-bytes B]] [--signal-storm] [-v]
+ *              [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K | --fuzz-stop R:K]]
+ *              [--signal-storm] [-v]
  *
  * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
  * mpirun, mpiexec, srun, torchrun-style variables); with it, N ranks run as threads of this
@@ -60,6 +61,10 @@
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
  * then stop with an error naming R's pid, or another survivor's abort, and passes when it
  * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
+ * --fuzz-stop R:K: rank R stops itself (SIGSTOP) instead, and every other rank must stop
+ * with an error naming it (a timeout: set COLLIE_EXEC_TIMEOUT low) or another's abort. Once
+ * they have, the test resumes it (SIGCONT, tests/coll/fuzz_stop_test.sh), and its next
+ * operations must fail, saying why (see fuzz_resumed_verdict).
  *
  * --signal-storm: SIGALRM and SIGPROF fire every 20 to 500 us (chosen per process) from
  * before the communicator is created to the exit, through handlers installed without
@@ -110,7 +115,8 @@ static struct {
   int kill_rank;     /* --fuzz-kill R:K: rank R kills itself before operation K (-1: none) */
   long kill_at;
   int fuzz_threads;  /* --fuzz-threads T: T sequences at once, a thread and communicator each */
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0, 1};
+  int stop;          /* --fuzz-stop R:K: rank R stops itself (SIGSTOP) instead of dying */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0, 1, 0};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -1271,6 +1277,46 @@ static void fuzz_absorb(ctx_t *into, const ctx_t *from) {
   if (!into->fail_msg[0]) memcpy(into->fail_msg, from->fail_msg, sizeof(into->fail_msg));
 }
 
+/* After a failure, the requests still in flight are collected once their communicators
+ * are aborted (their wait then returns at once, with the failure): waited for before, one
+ * on a communicator that has not failed here could wait for peers that gave up. Without
+ * a wait they leaked (ASan's leak check). Per thread: each has its own communicators. */
+static _Thread_local struct {
+  collie_request_t *req[64];
+  int n;
+} fuzz_orphans;
+
+static void fuzz_drop(case_t *c) {
+  collie_request_t *reqs[2] = {c->req, c->req2};
+  for (int k = 0; k < 2; k++)
+    if (reqs[k] && fuzz_orphans.n < 64) fuzz_orphans.req[fuzz_orphans.n++] = reqs[k];
+  c->req = c->req2 = NULL;
+  case_free(c);
+}
+
+static void fuzz_collect_orphans(void) {
+  for (int k = 0; k < fuzz_orphans.n; k++) collie_wait(fuzz_orphans.req[k]);
+  fuzz_orphans.n = 0;
+}
+
+/* --fuzz-kill: the victim dies as kill -9 would (before operation K, or inside a group
+ * that spans it). --fuzz-stop: it stops (SIGSTOP), as a rank frozen by a debugger, a paused
+ * container or a swapping host does, once per process (with --fuzz-threads, the first thread
+ * there); the test resumes it (SIGCONT) after the others have given up on it. */
+static int fuzz_victim_stopped;
+
+static void fuzz_victim_strikes(ctx_t *x, long i) {
+  if (!opt.stop) {
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+  if (__atomic_exchange_n(&fuzz_victim_stopped, 1, __ATOMIC_SEQ_CST)) return;
+  printf("coll_check: rank %d (pid %lld) stops itself before operation %ld\n", x->rank, (long long)getpid(), i);
+  fflush(stdout);
+  raise(SIGSTOP);
+  say(x, "resumed");
+}
+
 static void run_fuzz(ctx_t *x) {
   enum { WMAX = 8 };
   ctx_t xs[FUZZ_COMMS];
@@ -1283,10 +1329,7 @@ static void run_fuzz(ctx_t *x) {
   bool fatal = ncomms < FUZZ_COMMS;
   uint64_t mine = cr_hash4(fuzz_seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
   for (long i = 0; i < opt.fuzz && !fatal; i++) {
-    if (i >= opt.kill_at && x->rank == opt.kill_rank) { /* --fuzz-kill: as kill -9 would (a group may span K) */
-      fflush(stdout);
-      raise(SIGKILL);
-    }
+    if (i >= opt.kill_at && x->rank == opt.kill_rank) fuzz_victim_strikes(x, i);
     /* one blocking call in 8, a group of 2 to 4 in 8 (each the same on every rank) */
     const uint64_t how = fuzz_draw((uint64_t)i, 7) % 8;
     if (how < 2) {
@@ -1329,7 +1372,7 @@ static void run_fuzz(ctx_t *x) {
         }
         if (!fatal) fuzz_predecessor(&xs[fly[k].ci], &fly[k].c, later);
         fatal |= xs[fly[k].ci].fatal;
-        case_free(&fly[k].c); /* after a failure, the abort that follows frees the requests */
+        fuzz_drop(&fly[k].c);
       }
       nfly = kept;
       i += len - 1;
@@ -1349,7 +1392,7 @@ static void run_fuzz(ctx_t *x) {
     }
     if (r) {
       api_failed(cx, &c, "posting a nonblocking collective", r);
-      case_free(&c);
+      fuzz_drop(&c); /* a ring's receive may be posted */
       fatal = true;
       break;
     }
@@ -1370,7 +1413,7 @@ static void run_fuzz(ctx_t *x) {
   }
   for (int k = 0; k < nfly; k++) {
     if (!fatal) fuzz_finish(&xs[fly[k].ci], &fly[k].c, &mine);
-    else case_free(&fly[k].c);
+    else fuzz_drop(&fly[k].c);
     fatal |= xs[fly[k].ci].fatal;
   }
   if (opt.kill_rank >= 0 && !fatal) { /* the last operations may not have needed the victim */
@@ -1401,6 +1444,7 @@ static void *fuzz_thread_main(void *arg) {
   fuzz_seed = t->seed;
   run_fuzz(&t->x);
   release_comm(&t->x);
+  fuzz_collect_orphans();
   return NULL;
 }
 
@@ -1448,26 +1492,47 @@ static void fuzz_victim_pid(ctx_t *x, int64_t *victim) {
   free(all);
 }
 
-/* A survivor passes when its sequence stopped with an error that names the victim's pid,
- * or that says another survivor aborted a communicator (which survivors do once they have
- * seen the death: a rank still waiting on that communicator may hear of the abort first).
- * The test around it wants at least one survivor to have named the victim. */
+/* A survivor passes when its sequence stopped with an error that names the victim's pid
+ * (its death, or a timeout waiting for it when it was stopped), or that says another
+ * survivor aborted a communicator (which survivors do once they have seen the death or timed
+ * out: a rank still waiting on that communicator may hear of the abort first). The test
+ * around it wants at least one survivor to have named the victim. */
 static void fuzz_kill_verdict(ctx_t *x, int64_t victim) {
+  const char *what = opt.stop ? "stop" : "death", *done = opt.stop ? "stopped" : "killed";
   char pid[32];
   snprintf(pid, sizeof(pid), "pid %lld", (long long)victim);
   if (!x->fatal) {
-    say(x, "FAILED: every operation succeeded after rank %d was killed before operation %ld", opt.kill_rank,
+    say(x, "FAILED: every operation succeeded after rank %d was %s before operation %ld", opt.kill_rank, done,
         opt.kill_at);
   } else if (strstr(x->fail_msg, pid)) {
-    say(x, "the death of rank %d (%s) was reported", opt.kill_rank, pid);
+    say(x, "the %s of rank %d (%s) was reported", what, opt.kill_rank, pid);
     x->failed = 0;
     return;
   } else if (strstr(x->fail_msg, "aborted its communicator")) {
-    say(x, "stopped by another survivor's abort after the death of rank %d (%s)", opt.kill_rank, pid);
+    say(x, "stopped by another survivor's abort after the %s of rank %d (%s)", what, opt.kill_rank, pid);
     x->failed = 0;
     return;
   } else {
-    say(x, "FAILED: the error after rank %d (%s) was killed does not name it: %s", opt.kill_rank, pid, x->fail_msg);
+    say(x, "FAILED: the error after rank %d (%s) was %s does not name it: %s", opt.kill_rank, pid, done, x->fail_msg);
+  }
+  x->failed++;
+}
+
+/* --fuzz-stop: the victim, resumed after the others gave up on it, must not hang nor go on
+ * as if nothing happened: its next operation that needs them fails, saying that a peer
+ * aborted the communicator, closed its connection or timed out. */
+static void fuzz_resumed_verdict(ctx_t *x) {
+  if (!fuzz_victim_stopped) {
+    say(x, "FAILED: the sequence ended before operation %ld, where this rank was to stop", opt.kill_at);
+  } else if (!x->fatal) {
+    say(x, "FAILED: every operation succeeded after this rank was stopped and resumed");
+  } else if (strstr(x->fail_msg, "aborted its communicator") || strstr(x->fail_msg, "closed its connection") ||
+             strstr(x->fail_msg, "timed out")) {
+    say(x, "resumed, the stopped rank was told: %s", x->fail_msg);
+    x->failed = 0;
+    return;
+  } else {
+    say(x, "FAILED: the error after this rank was stopped and resumed does not say why: %s", x->fail_msg);
   }
   x->failed++;
 }
@@ -1727,7 +1792,9 @@ static int run_rank(collie_comm_t *comm) {
     if (opt.fuzz_threads > 1) run_fuzz_threads(&x);
     else run_fuzz(&x);
     release_comm(&x);
+    fuzz_collect_orphans();
     if (opt.kill_rank >= 0 && x.rank != opt.kill_rank) fuzz_kill_verdict(&x, victim_pid);
+    else if (opt.stop && x.rank == opt.kill_rank) fuzz_resumed_verdict(&x);
   } else {
     for (int k = 0; k < K_NUM && !x.fatal; k++) {
       if (!(opt.kinds & (1u << k))) continue;
@@ -1763,7 +1830,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
           "                  [--counts C[,C..]] [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n"
-          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K]]\n"
+          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K | --fuzz-stop R:K]]\n"
           "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
@@ -1840,7 +1907,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--fuzz") && i + 1 < argc) opt.fuzz = atol(argv[++i]);
     else if (!strcmp(a, "--fuzz-bytes") && i + 1 < argc) opt.fuzz_bytes = parse_bytes(argv[++i]);
     else if (!strcmp(a, "--fuzz-threads") && i + 1 < argc) opt.fuzz_threads = atoi(argv[++i]);
-    else if (!strcmp(a, "--fuzz-kill") && i + 1 < argc) {
+    else if ((!strcmp(a, "--fuzz-kill") || !strcmp(a, "--fuzz-stop")) && i + 1 < argc) {
+      opt.stop = !strcmp(a, "--fuzz-stop");
       if (sscanf(argv[++i], "%d:%ld", &opt.kill_rank, &opt.kill_at) != 2 || opt.kill_rank < 0 || opt.kill_at < 0) usage();
     }
     else if (!strcmp(a, "--signal-storm")) signal_storm_start();
@@ -1853,7 +1921,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (opt.kill_rank >= 0 && (opt.threads > 0 || !opt.fuzz)) {
-    fprintf(stderr, "coll_check: --fuzz-kill needs --fuzz, and ranks as processes\n");
+    fprintf(stderr, "coll_check: --fuzz-kill and --fuzz-stop need --fuzz, and ranks as processes\n");
     usage();
   }
   if (opt.fuzz_threads < 1 || opt.fuzz_threads > 16 || (opt.fuzz_threads > 1 && opt.threads > 0)) {

@@ -1,0 +1,197 @@
+/* What this process itself waits for (own_waits.h). */
+#include "core/own_waits.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bootstrap/control.h"
+#include "core/comm_internal.h"
+#include "sched/executor.h"
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static collie_comm_t **list;
+static size_t list_n, list_cap;
+
+void collie_own_waits_add(collie_comm_t *comm) {
+  pthread_mutex_lock(&list_lock);
+  if (list_n == list_cap) { /* without memory the communicator is simply not described */
+    size_t cap = list_cap ? list_cap * 2 : 16;
+    collie_comm_t **l = realloc(list, cap * sizeof(*l));
+    if (l) {
+      list = l;
+      list_cap = cap;
+    }
+  }
+  if (list_n < list_cap) list[list_n++] = comm;
+  pthread_mutex_unlock(&list_lock);
+}
+
+void collie_own_waits_remove(collie_comm_t *comm) {
+  pthread_mutex_lock(&list_lock);
+  for (size_t i = 0; i < list_n; i++)
+    if (list[i] == comm) {
+      list[i] = list[--list_n];
+      break;
+    }
+  pthread_mutex_unlock(&list_lock);
+}
+
+/* A communicator's lock, tried a few times: the holder is in a post or a progress pass
+ * (or a wait that does not sleep), so it is not stalled, or will let go soon. */
+static bool lock_briefly(collie_comm_t *c) {
+  for (int i = 0; i < 64; i++) {
+    if (collie_lock_try(&c->lock)) return true;
+    sched_yield();
+  }
+  return false;
+}
+
+/* Whether rank `rank` of c is the only rank of c in this process: with ranks as threads of
+ * one process, the process's stalls could be any of them. */
+bool collie_only_rank_here(const collie_comm_t *c, int rank) {
+  const collie_card_t *mine = &c->cards[rank];
+  for (int r = 0; r < c->nranks; r++)
+    if (r != rank && c->cards[r].pid == mine->pid && !strncmp(c->cards[r].host_id, mine->host_id, sizeof(mine->host_id)))
+      return false;
+  return true;
+}
+
+enum { STALL_MIN_NS = 50 * 1000000 }; /* idle less long is not a stall, just a wait */
+
+/* Under c->lock: the rank its oldest pending operation waits for (-1: none known). */
+static int waited_peer(collie_comm_t *c) {
+  for (const collie_op_t *op = c->ops; op; op = op->next) {
+    if (op->steps_done) continue;
+    if (op->native) return op->nat_wait;
+    int p;
+    return collie_op_waited_xfer(c, op, &p) ? p : -1;
+  }
+  return -1;
+}
+
+typedef struct {
+  bool elsewhere;  /* it does not wait for the asker's own process (ranks as threads: a cycle) */
+  bool waited;     /* a thread waits for it right now (it sleeps or yields in collie_wait) */
+  int64_t idle_ns;
+  char text[COLLIE_WAITS_TEXT - 160], end[COLLIE_WAITS_TEXT];
+} stalled_t;
+
+const char *collie_rank_stopped(const collie_comm_t *comm, int p) {
+  if (p < 0 || p >= comm->nranks) return NULL;
+  const collie_card_t *c = &comm->cards[p], *mine = &comm->cards[comm->rank];
+  if (strncmp(c->host_id, mine->host_id, sizeof(c->host_id)) || c->pid == mine->pid) return NULL;
+  const char s = collie_proc_state(c->pid);
+  return s == 'T' ? "stopped (SIGSTOP or job control)" : s == 't' ? "stopped by a debugger" : NULL;
+}
+
+/* Under comm->lock: what the peer comm's last stall report asked answered, if it answered
+ * during this stall (a peer of another process, and no threads of this one among comm's
+ * ranks). */
+static int asked(collie_comm_t *comm, char *text, char *end) {
+  const int p = comm->stall_asked;
+  if (p < 0 || p >= comm->nranks || !comm->cards || !collie_only_rank_here(comm, comm->rank) ||
+      !collie_only_rank_here(comm, p) || !comm->last_progress_ns || comm->stall_asked_ns < comm->last_progress_ns)
+    return -1;
+  return collie_ctl_peer_waits(comm, p, comm->last_progress_ns, text, end) ? p : -2 - p;
+}
+
+/* Under c->lock: whether c waits without progress, and in what. */
+static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t *asker, int64_t now, stalled_t *s) {
+  if (!c->ops || atomic_load(&c->failed) || !c->last_progress_ns || c->progress_seen != c->progress_count)
+    return false;
+  s->idle_ns = now - c->last_progress_ns;
+  if (s->idle_ns < STALL_MIN_NS) return false;
+  s->waited = atomic_load(&c->waiters) > 0;
+  const int p = waited_peer(c);
+  s->elsewhere = p < 0 || p >= c->nranks || c->cards[p].pid != asker->pid ||
+                 strncmp(c->cards[p].host_id, asker->host_id, sizeof(asker->host_id));
+  char what[300];
+  collie_describe_wait(c, what, sizeof(what));
+  if (c == asking)
+    snprintf(s->text, sizeof(s->text), "%.1f s without progress in %.250s", (double)s->idle_ns / 1e9, what);
+  else
+    snprintf(s->text, sizeof(s->text), "%.1f s without progress on another communicator (where it is rank %d of %d), "
+             "in %.200s", (double)s->idle_ns / 1e9, c->rank, c->nranks, what);
+  /* the far end of the chain: where the peer's answer says it ends, else the peer itself */
+  char t[COLLIE_WAITS_TEXT], e[COLLIE_WAITS_TEXT], pd[160];
+  const int q = asked(c, t, e);
+  const char *how = q < -1 ? collie_rank_stopped(c, -2 - q) : NULL;
+  if (q >= 0) snprintf(s->end, sizeof(s->end), "%s", e[0] ? e : t);
+  else if (how) snprintf(s->end, sizeof(s->end), "%s is %s", collie_peer_desc(c, -2 - q, pd, sizeof(pd)), how);
+  else s->end[0] = 0;
+  return true;
+}
+
+/* Whether a is the better answer: what waits elsewhere than the asker's process, then what
+ * a thread waits in (before operations that merely wait to be driven), then the longest. */
+static bool better(const stalled_t *a, const stalled_t *b) {
+  if (a->elsewhere != b->elsewhere) return a->elsewhere;
+  if (a->waited != b->waited) return a->waited;
+  return a->idle_ns > b->idle_ns;
+}
+
+void collie_own_waits_describe(collie_comm_t *asking, int asker, char *text, char *end) {
+  stalled_t best, s;
+  bool found = false;
+  const int64_t now = collie_now_ns();
+  pthread_mutex_lock(&list_lock);
+  for (size_t i = 0; i < list_n; i++) {
+    collie_comm_t *c = list[i];
+    if (atomic_load(&c->destroyed) || !c->cards || !collie_only_rank_here(c, c->rank) || !lock_briefly(c)) continue;
+    const bool st = stalled(c, asking, &asking->cards[asker], now, &s);
+    collie_unlock(&c->lock);
+    if (st && (!found || better(&s, &best))) {
+      best = s;
+      found = true;
+    }
+  }
+  pthread_mutex_unlock(&list_lock);
+  char me[160];
+  collie_peer_desc(asking, asking->rank, me, sizeof(me));
+  end[0] = 0;
+  if (!found) {
+    snprintf(text, COLLIE_WAITS_TEXT, "%s is not waiting without progress in collie: it has not reached this "
+             "operation (busy elsewhere in the program, or blocked outside collie)", me);
+    return;
+  }
+  snprintf(text, COLLIE_WAITS_TEXT, "%.150s has itself waited %.300s", me, best.text);
+  snprintf(end, COLLIE_WAITS_TEXT, "%s", best.end);
+}
+
+void collie_peer_said(collie_comm_t *comm, char *buf, size_t len) {
+  char t[COLLIE_WAITS_TEXT], e[COLLIE_WAITS_TEXT], pd[160], rd[160];
+  buf[0] = 0;
+  const int q = asked(comm, t, e);
+  if (q == -1) return;
+  if (q >= 0) {
+    /* the far end first: a sentence cut to fit keeps what matters most */
+    if (e[0]) snprintf(buf, len, "; at the end of the chain of ranks waiting for each other, %s; asked first, %s", e, t);
+    else snprintf(buf, len, "; asked, %s", t);
+    return;
+  }
+  const int p = -2 - q;
+  const char *how = collie_rank_stopped(comm, p), *relay_how = p && comm->rank ? collie_rank_stopped(comm, 0) : NULL;
+  collie_peer_desc(comm, p, pd, sizeof(pd));
+  if (how)
+    snprintf(buf, len, "; %s is %s: resume it (kill -CONT %d) or detach the debugger", pd, how, comm->cards[p].pid);
+  else if (relay_how)
+    snprintf(buf, len, "; %s, which passes on the question of what %s waits for, is %s: resume it (kill -CONT %d)",
+             collie_peer_desc(comm, 0, rd, sizeof(rd)), pd, relay_how, comm->cards[0].pid);
+  else if (collie_now_ns() - comm->stall_asked_ns >= 500 * 1000000LL)
+    snprintf(buf, len, "; %s did not answer when asked what it waits for: it may be stopped, or starved of CPU", pd);
+}
+
+char collie_proc_state(int pid) {
+  char path[64], line[512];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  const bool got = fgets(line, sizeof(line), f) != NULL;
+  fclose(f);
+  /* "pid (comm) S ...": the command may hold spaces and parentheses, the last ')' ends it */
+  const char *p = got ? strrchr(line, ')') : NULL;
+  return p && p[1] == ' ' ? p[2] : 0;
+}
