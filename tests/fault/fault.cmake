@@ -32,6 +32,17 @@ set_tests_properties(fault_dead_in_destroy_shm fault_dead_root_in_destroy_tcp PR
 add_test(NAME fault_zero_count_4 COMMAND $<TARGET_FILE:collie-run> -n 4 --timeout 50 ${FAULT_BIN} zero-count)
 set_tests_properties(fault_zero_count_4 PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=40;COLLIE_ALGO=ring")
+# A rank busy outside collie past the others' timeout: their sentence named only the rank
+# each waited for, which in a ring may be another waiting rank; now it names the late one.
+# The answers travel one rank further each stall report (2 s): 10 s see the ring's 3 hops.
+foreach(tr shm tcp)
+  add_test(NAME fault_late_rank_4_${tr} COMMAND $<TARGET_FILE:collie-run> -n 4 --timeout 50 ${FAULT_BIN} late-rank)
+  set(env "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=10;COLLIE_ALGO=allreduce:ring")
+  if(tr STREQUAL tcp)
+    set(env "${env};COLLIE_TRANSPORT=tcp")
+  endif()
+  set_tests_properties(fault_late_rank_4_${tr} PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "${env}")
+endforeach()
 # Nonblocking all-reduces on two communicators, waited for in opposite orders: a wait moved
 # only its own communicator, and both ranks waited until COLLIE_EXEC_TIMEOUT.
 add_test(NAME fault_cross_wait_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait)

@@ -35,6 +35,12 @@
  *                                       must complete, with the right sums, within 5 s
  *   fault_rank cross-test               the same, each rank looping on collie_test instead of
  *                                       waiting
+ *   fault_rank late-rank                the last rank is busy outside collie (sleeps) for
+ *                                       COLLIE_EXEC_TIMEOUT + 2 s before the all-reduce the
+ *                                       others wait in: every other rank must fail with
+ *                                       COLLIE_ERR_TIMEOUT, naming it by its pid as not waiting
+ *                                       in collie (the stall report asked it, or asked a rank
+ *                                       that waits for it)
  *   fault_rank cross-wait-busy          cross-wait after 8 other communicators were used
  *   fault_rank sync-abort               20 times: a thread synchronizes a communicator that
  *                                       another aborts and then drops (the wait of its
@@ -291,6 +297,33 @@ static collie_result_t wait_or_test(collie_request_t *q, bool by_test) {
   while (!(r = collie_test(q, &done)) && !done) {
   }
   return r;
+}
+
+static int late_rank(void) {
+  collie_comm_t *comm;
+  int rank, n;
+  if (init_rank(&comm, &rank)) return 1;
+  collie_comm_size(comm, &n);
+  int64_t me = (int64_t)getpid(), late = 0, *all = calloc((size_t)n, sizeof(int64_t));
+  collie_result_t r = all ? collie_allgather(&me, all, 1, COLLIE_INT64, comm) : COLLIE_ERR_SYSTEM;
+  if (r) return fail("allgather of pids", r, comm);
+  late = all[n - 1];
+  free(all);
+  float x = 1, y = 0;
+  if (rank == n - 1) {
+    const char *t = getenv("COLLIE_EXEC_TIMEOUT");
+    sleep((unsigned)(t ? atoi(t) : 0) + 2);
+  }
+  r = collie_allreduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, comm);
+  const char *msg = collie_get_last_error(comm);
+  printf("rank %d: %s: %s\n", rank, collie_get_error_string(r), msg);
+  char pid[48];
+  snprintf(pid, sizeof(pid), "(pid %lld on host", (long long)late);
+  const bool ok = rank == n - 1 ? r != COLLIE_SUCCESS
+                                : r == COLLIE_ERR_TIMEOUT && strstr(msg, pid) &&
+                                      strstr(msg, "is not waiting without progress in collie");
+  collie_comm_destroy(comm);
+  return ok ? 0 : 1;
 }
 
 static int cross_wait(bool by_test, int fillers) {
@@ -1099,6 +1132,7 @@ int main(int argc, char **argv) {
                                : !strcmp(argv[3], "broadcast") ? BROADCAST
                                                                : EXCHANGE);
   if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout(false);
+  if (argc == 2 && !strcmp(argv[1], "late-rank")) return late_rank();
   if (argc == 2 && !strcmp(argv[1], "test-timeout")) return exec_timeout(true);
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
@@ -1122,6 +1156,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
   return 2;
 }
