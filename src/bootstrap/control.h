@@ -99,7 +99,8 @@ typedef struct {
                  * COLLIE_STALL_SHM: for peer to enter shared-memory round `pos` */
   uint64_t pos;
 } collie_stall_t;
-enum { COLLIE_STALL_RECV = 1, COLLIE_STALL_SEND = 2, COLLIE_STALL_SHM = 3 };
+enum { COLLIE_STALL_RECV = 1, COLLIE_STALL_SEND = 2, COLLIE_STALL_SHM = 3,
+       COLLIE_STALL_ASK = 4 /* a point-to-point wait (no operation number): only asks the peer what it waits for */ };
 enum { COLLIE_STALL_RING = 64 }; /* operation numbers rank 0 remembers a stall report of */
 
 /* This rank's oldest pending collective has made no progress for a while: the report goes

@@ -52,7 +52,14 @@ static void fail_calls_differ(collie_comm_t *comm, int ra, const collie_wire_hdr
 void collie_ctl_note_stall(collie_comm_t *comm, int from, const collie_stall_t *st) {
   collie_control_t *c = comm->ctl;
   const collie_wire_hdr_t *call = &st->call;
-  if (from < 0 || from >= comm->nranks || !call->seq) return;
+  if (from < 0 || from >= comm->nranks) return;
+  if (st->dir == COLLIE_STALL_ASK) { /* a point-to-point wait: only the question to the peer */
+    if (st->peer < 0 || st->peer >= comm->nranks || st->peer == from) return;
+    if (st->peer == 0) collie_ctl_answer_waits(comm, from);
+    else collie_ctl_ask_owed(comm, st->peer, from, st);
+    return;
+  }
+  if (!call->seq) return;
   collie_wire_hdr_t theirs;
   int other = -1;
   pthread_mutex_lock(&c->m);

@@ -29,30 +29,45 @@
  * (bootstrap/stall.c) instead of at the exec timeout. */
 enum { STALL_REPORT_MS = 2000 };
 
-/* Under comm->lock: reports the oldest pending collective (point-to-point operations carry
- * no operation number to compare; one whose steps are done waits only for those before
- * it), and the message it waits for, if any (what collie_describe_wait names). */
-static void report_stall(collie_comm_t *comm) {
-  const collie_op_t *op = comm->ops;
-  while (op && (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV || op->steps_done)) op = op->next;
-  if (!op) return;
-  collie_stall_t st;
-  memset(&st, 0, sizeof(st));
-  collie_op_fingerprint(op, comm->rank, &st.call);
+/* Under comm->lock: the stall report of collective op: its fingerprint, and the message
+ * or shared-memory round it waits for, if any (what collie_describe_wait names). */
+static void report_collective(collie_comm_t *comm, const collie_op_t *op, collie_stall_t *st) {
+  collie_op_fingerprint(op, comm->rank, &st->call);
   int p;
   const collie_xfer_t *x = op->native ? NULL : collie_op_waited_xfer(comm, op, &p);
-  st.peer = x ? p : -1;
+  st->peer = x ? p : -1;
   if (x) {
-    st.dir = x->is_send ? COLLIE_STALL_SEND : COLLIE_STALL_RECV;
-    st.pos = x->pseq;
+    st->dir = x->is_send ? COLLIE_STALL_SEND : COLLIE_STALL_RECV;
+    st->pos = x->pseq;
   } else if (op->native && op->nat_wait >= 0 && op->nat_wait != comm->rank &&
              (op->nat_wait_flag == COLLIE_SHM_READY || op->nat_wait_flag == COLLIE_SHM_STAGED)) {
     /* waiting for a peer to enter (or stage) this round: a peer that issued this operation
      * without ever reaching the round (a count of 0 there, which completes at once, or a
      * collective sent as messages) never will (stall.c) */
-    st.peer = op->nat_wait;
-    st.dir = COLLIE_STALL_SHM;
-    st.pos = op->nat_round;
+    st->peer = op->nat_wait;
+    st->dir = COLLIE_STALL_SHM;
+    st->pos = op->nat_round;
+  }
+}
+
+/* Under comm->lock: reports the oldest pending collective (point-to-point operations carry
+ * no operation number to compare; one whose steps are done waits only for those before
+ * it), and the message it waits for, if any (what collie_describe_wait names). When only
+ * sends and receives wait, the report just asks the peer of the first what it waits for
+ * (core/own_waits.h). */
+static void report_stall(collie_comm_t *comm) {
+  const collie_op_t *op = comm->ops;
+  while (op && (op->coll == COLLIE_COLL_SEND || op->coll == COLLIE_COLL_RECV || op->steps_done)) op = op->next;
+  collie_stall_t st;
+  memset(&st, 0, sizeof(st));
+  if (!op) { /* only sends and receives wait: ask the peer of the first what it waits for */
+    for (op = comm->ops; op && op->steps_done; op = op->next) continue;
+    int p;
+    if (!op || op->native || !collie_op_waited_xfer(comm, op, &p)) return;
+    st.peer = p;
+    st.dir = COLLIE_STALL_ASK;
+  } else {
+    report_collective(comm, op, &st);
   }
   if (st.peer >= 0 && st.peer != comm->rank) { /* the report also asks that peer what it waits for */
     comm->stall_asked = st.peer;
@@ -60,6 +75,7 @@ static void report_stall(collie_comm_t *comm) {
   }
   collie_ctl_report_stall(comm, &st);
 }
+
 
 /* Under comm->lock: fail the communicator when nothing moved for exec_timeout. Progress
  * only counts (comm->progress_count); the clock is read every 64th idle check, or at
