@@ -224,6 +224,16 @@ add_coll_test(coll_shm_edges_3 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 
 add_coll_test(coll_register_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 add_coll_test(coll_register_shm_2 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register)
 add_coll_test(coll_direct_threads_4 300 "COLLIE_ALGO=shm;COLLIE_STREAM_BYTES=1" ${COLL_CHECK} --threads 4 --dtypes quick --big)
+# Some buffers from collie_mem_alloc and some not, at random on each rank (--register
+# mixed): a collective meets peers with and without reachable buffers, with the automatic
+# choice, with chunked rings, and in a random sequence of operations.
+add_coll_test(coll_register_mixed_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --dtypes quick --big
+              --register mixed --seed 3)
+add_coll_test(coll_register_mixed_ring_3 300 "COLLIE_ALGO=ring;COLLIE_CHUNK_SIZE=65536;COLLIE_STREAM_BYTES=1" ${COLL_RUN}
+              -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big --register mixed --seed 5
+              --coll allreduce,allgather,reduce_scatter,alltoall,p2p)
+add_coll_test(coll_fuzz_register_mixed_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --fuzz 400 --fuzz-bytes 2M
+              --register mixed --seed 8)
 # Single-copy messages (rings carry where the data is): the ring and pairwise schedules,
 # receive-reduce included, with collie_mem_alloc buffers; plain receives write with
 # streaming stores (COLLIE_STREAM_BYTES=1).

@@ -2,7 +2,7 @@
  * against collie.h (API.md).
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
- *              [--counts C[,C..]] [--register] [--mismatch] [--init-in-group] [--seed S]
+ *              [--counts C[,C..]] [--register [mixed]] [--mismatch] [--init-in-group] [--seed S]
  *              [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K | --fuzz-stop R:K]]
  *              [--signal-storm] [-v]
  *
@@ -33,6 +33,8 @@
  * with collie_test, then collie_comm_synchronize), determinism (order-sensitive random
  * floats: identical bits on every rank and on every repetition).
  *
+ * --register mixed: each buffer, on each rank, from one or the other at random (the seed, the
+ * rank and the thread), so that a collective meets peers with and without reachable buffers.
  * --register: every send and receive buffer comes from collie_mem_alloc, so the
  * shared-memory collectives of 64 KiB and more take their single-copy path between
  * processes (with --big).
@@ -104,7 +106,7 @@ static struct {
   int all_dtypes;
   int big;
   int mismatch;
-  int reg; /* --register: buffers from collie_mem_alloc */
+  int reg; /* --register: buffers from collie_mem_alloc (2: mixed) */
   uint64_t seed;
   int verbose;
   int init_in_group; /* --init-in-group: the communicator is created inside a group */
@@ -164,7 +166,11 @@ typedef struct {
   size_t off, len, total;
   const char *name;
   int used;
+  bool reg; /* from collie_mem_alloc */
 } region_t;
+
+/* --register mixed: this thread's draws (run_rank and fuzz_thread_main set the salt). */
+static _Thread_local uint64_t region_salt, region_draws;
 
 static unsigned char sentinel(size_t k) { return (unsigned char)(k * 131u + 0x5d); }
 
@@ -175,7 +181,8 @@ static int region_init(region_t *g, const char *name, size_t off, size_t len) {
   g->total = off + len + GUARD;
   size_t alloc = (g->total + 63) & ~(size_t)63;
   g->base = NULL;
-  if (opt.reg) { /* --register: buffers the other ranks may read directly */
+  g->reg = opt.reg == 1 || (opt.reg == 2 && cr_hash4(opt.seed, 0x4E6, region_salt, region_draws++) % 2);
+  if (g->reg) { /* --register: buffers the other ranks may read directly */
     void *p;
     if (collie_mem_alloc(&p, alloc) == COLLIE_SUCCESS) g->base = p;
   } else {
@@ -197,7 +204,7 @@ static int region_init(region_t *g, const char *name, size_t off, size_t len) {
 
 static void region_free(region_t *g) {
   if (!g->used) return;
-  if (opt.reg) collie_mem_free(g->base);
+  if (g->reg) collie_mem_free(g->base);
   else free(g->base);
   free(g->exp);
   free(g->care);
@@ -1442,6 +1449,7 @@ typedef struct {
 static void *fuzz_thread_main(void *arg) {
   fuzz_thread_t *t = arg;
   fuzz_seed = t->seed;
+  region_salt = t->seed + (uint64_t)t->x.rank; /* each thread its own draws */
   run_fuzz(&t->x);
   release_comm(&t->x);
   fuzz_collect_orphans();
@@ -1781,6 +1789,7 @@ static int run_rank(collie_comm_t *comm) {
   collie_comm_rank(comm, &x.rank);
   collie_comm_size(comm, &x.n);
   x.vals = calloc((size_t)x.n, sizeof(int64_t));
+  region_salt = (uint64_t)x.rank;
   if (!x.vals) return 1;
   double t_all = now_s();
   if (opt.mismatch) {
@@ -1829,7 +1838,8 @@ static void *thread_main(void *arg) { return (void *)(intptr_t)run_rank((collie_
 static void usage(void) {
   fprintf(stderr,
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
-          "                  [--counts C[,C..]] [--register] [--init-in-group] [--seed S] [--signal-storm] [-v]\n"
+          "                  [--counts C[,C..]] [--register [mixed]] [--init-in-group] [--seed S] [--signal-storm]\n"
+          "                  [-v]\n"
           "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K | --fuzz-stop R:K]]\n"
           "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
@@ -1899,7 +1909,10 @@ int main(int argc, char **argv) {
       else if (!strcmp(v, "all")) opt.all_dtypes = 1;
       else usage();
     } else if (!strcmp(a, "--big")) opt.big = 1;
-    else if (!strcmp(a, "--register")) opt.reg = 1;
+    else if (!strcmp(a, "--register")) {
+      opt.reg = 1;
+      if (i + 1 < argc && !strcmp(argv[i + 1], "mixed")) opt.reg = 2, i++;
+    }
     else if (!strcmp(a, "--mismatch")) opt.mismatch = 1;
     else if (!strcmp(a, "--init-in-group")) opt.init_in_group = 1;
     else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 0);
