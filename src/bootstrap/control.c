@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/params.h"
+#include "core/progress_others.h"
 #include "transport/tcp.h"
 
 #define CTL_MAGIC 0x434c4354u /* "CLCT" */
@@ -181,7 +183,7 @@ static collie_result_t root_accept_all(collie_comm_t *comm, const collie_id_info
                           comm->connect_timeout_ms, comm->nranks - joined, comm->nranks, missing);
     }
     struct pollfd p = {listen_fd, POLLIN, 0};
-    if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) <= 0) continue;
+    if (collie_socket_poll(&p, 1, (int)(left > 1000 ? 1000 : left)) <= 0) continue;
     struct sockaddr_storage from;
     int shortage;
     int fd = collie_accept(listen_fd, &from, &shortage);
@@ -548,7 +550,7 @@ static void root_gather_barrier(collie_comm_t *comm, const char *my_error, char 
       if (!failure[0]) snprintf(failure, flen, "rank %d did not answer in time while the communicator was being created", who[0]);
       break;
     }
-    int rc = poll(p, (nfds_t)k, (int)(left > 1000 ? 1000 : left));
+    int rc = collie_socket_poll(p, (nfds_t)k, (int)(left > 1000 ? 1000 : left));
     if (rc < 0 && errno != EINTR) { /* a failure, or the release below would skip the missing */
       if (!failure[0])
         snprintf(failure, flen, "rank 0 could not wait for rank %d while the communicator was being created: %s",
@@ -1016,9 +1018,24 @@ collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
                     "until COLLIE_EXEC_TIMEOUT; call each rank's collie_comm_destroy from its own thread",
                     comm->rank, (double)(collie_now_ns() - start) / 1e9);
     }
+    /* This thread's other communicators move meanwhile, as in any wait: a peer may wait in
+     * one of them for this rank before it destroys this one (a destroy and a wait in
+     * opposite orders on two ranks waited until COLLIE_EXEC_TIMEOUT). While they have
+     * operations in flight, the wait looks again soon: at once after one moved. */
+    pthread_mutex_unlock(&c->m);
+    const int others = collie_others_progress(comm);
+    pthread_mutex_lock(&c->m);
+    if (c->bye_done) break;
+    if (others > 0) {
+      pthread_mutex_unlock(&c->m);
+      sched_yield();
+      pthread_mutex_lock(&c->m);
+      continue;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t step = left < 50000000 ? left : 50000000; /* re-check the failure flag often */
+    if (others == 0 && step > 200000) step = 200000;
     ts.tv_nsec += step % 1000000000;
     ts.tv_sec += step / 1000000000 + ts.tv_nsec / 1000000000;
     ts.tv_nsec %= 1000000000;

@@ -267,7 +267,7 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
     int64_t now = collie_now_ns();
     if (now >= deadline_ns || collie_socket_abandoned()) return -2;
     int64_t left_ms = (deadline_ns - now) / 1000000;
-    usleep((useconds_t)((backoff_ms < left_ms ? backoff_ms : left_ms) * 1000));
+    collie_socket_poll(NULL, 0, (int)(backoff_ms < left_ms ? backoff_ms : left_ms));
     if (backoff_ms < 200) backoff_ms *= 2;
   }
 }
@@ -319,13 +319,28 @@ bool collie_socket_abandoned(void) {
   return (abandon_flag && atomic_load(abandon_flag) != 0) || (abandon_fn && abandon_fn(abandon_arg));
 }
 
+static _Thread_local int (*idle_fn)(void);
+
+void collie_socket_idle_with(int (*fn)(void)) { idle_fn = fn; }
+
+int collie_socket_poll(struct pollfd *p, nfds_t n, int timeout_ms) {
+  const int64_t until = collie_now_ns() + (int64_t)timeout_ms * 1000000;
+  for (;;) {
+    const int busy = idle_fn ? idle_fn() : -1;
+    int64_t left_ms = (until - collie_now_ns() + 999999) / 1000000;
+    if (left_ms < 0) left_ms = 0;
+    const int r = poll(p, n, (int)(busy >= 0 && left_ms > 1 ? 1 : left_ms));
+    if (r != 0 || busy < 0 || left_ms <= 1) return r;
+  }
+}
+
 static int wait_fd(int fd, short ev, int64_t deadline_ns) {
   for (;;) {
     int64_t left = deadline_ns - collie_now_ns();
     if (left <= 0 || collie_socket_abandoned()) return -2;
     struct pollfd p = {fd, ev, 0};
     int ms = (int)(left / 1000000) + 1;
-    int r = poll(&p, 1, ms > 1000 ? 1000 : ms);
+    int r = collie_socket_poll(&p, 1, ms > 1000 ? 1000 : ms);
     if (r > 0) return 0;
     if (r < 0 && errno != EINTR) return -1;
   }

@@ -5,6 +5,7 @@
 #define COLLIE_SOCKET_H
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -61,6 +62,16 @@ void collie_socket_abandon_when(const _Atomic int *flag);
  * fn(arg) says so. NULL: no test. */
 void collie_socket_abandon_if(bool (*fn)(void *arg), void *arg);
 bool collie_socket_abandoned(void);
+
+/* While creating a communicator, this thread's other communicators must still move: a
+ * peer may wait in one of them for this rank before it joins (a rank creating a
+ * communicator while the other waited for an all-reduce first: both gave up at
+ * COLLIE_CONNECT_TIMEOUT). fn (NULL: none) is called from this thread's waits in
+ * creation, and says whether other work is in flight (>= 0), in which case the waits look
+ * again within a millisecond. */
+void collie_socket_idle_with(int (*fn)(void));
+/* poll() for creation's waits: fn in between, in steps of 1 ms while it has work. */
+int collie_socket_poll(struct pollfd *p, nfds_t n, int timeout_ms);
 
 void collie_socket_tune(int fd); /* TCP_NODELAY, close-on-exec */
 int collie_set_nonblocking(int fd, bool nb);

@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/own_waits.h"
 #include "core/params.h"
+#include "core/progress_others.h"
 #include "transport/shm.h"
 #include "transport/tcp.h"
 
@@ -286,8 +287,8 @@ static collie_result_t failed_before_joining(const collie_id_info_t *info, int r
   return res;
 }
 
-collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, collie_unique_id_t id, int rank,
-                                          const collie_config_t *config, int listen_fd) {
+static collie_result_t init_comm(collie_comm_t **out, int nranks, collie_unique_id_t id, int rank,
+                                 const collie_config_t *config, int listen_fd) {
   collie_result_t res = COLLIE_SUCCESS;
   char msg[512];
   bool joining = false, set_up = false;
@@ -428,6 +429,15 @@ fail:
   atomic_store(&comm->destroyed, 1);
   collie_comm_teardown(comm);
   collie_comm_release(comm);
+  return res;
+}
+
+collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, collie_unique_id_t id, int rank,
+                                          const collie_config_t *config, int listen_fd) {
+  /* the waits of creation move this thread's other communicators (socket.h) */
+  collie_socket_idle_with(collie_others_idle);
+  collie_result_t res = init_comm(out, nranks, id, rank, config, listen_fd);
+  collie_socket_idle_with(NULL);
   return res;
 }
 

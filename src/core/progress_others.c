@@ -59,7 +59,8 @@ void collie_others_note(collie_comm_t *comm) {
   others.comm[others.n++] = comm;
 }
 
-void collie_others_progress(collie_comm_t *waiting) {
+int collie_others_progress(collie_comm_t *waiting) {
+  int state = -1;
   for (int i = others.n - 1; i >= 0; i--) {
     collie_comm_t *c = others.comm[i];
     if (c == waiting) continue;
@@ -69,10 +70,16 @@ void collie_others_progress(collie_comm_t *waiting) {
     }
     if (atomic_load(&c->has_progress_thread) || !collie_lock_try(&c->lock)) continue;
     /* destroyed meanwhile: its own thread finishes it, and its segments may be gone */
-    if (c->ops && !atomic_load(&c->destroyed)) collie_progress(c);
+    if (c->ops && !atomic_load(&c->destroyed)) {
+      const int moved = collie_progress(c) > 0;
+      if (moved > state) state = moved;
+    }
     collie_unlock(&c->lock);
   }
+  return state;
 }
+
+int collie_others_idle(void) { return collie_others_progress(NULL); }
 
 void collie_others_forget(collie_comm_t *comm) {
   for (int i = 0; i < others.n; i++)

@@ -14,8 +14,12 @@
  * full list needs the place while comm has nothing in flight. */
 void collie_others_note(collie_comm_t *comm);
 /* From an idle wait on `waiting` (no lock held): one pass over this thread's other
- * communicators, each only if its lock is free at once. */
-void collie_others_progress(collie_comm_t *waiting);
+ * communicators, each only if its lock is free at once. Returns 1 if any moved, 0 if some
+ * have operations in flight that did not, -1 if none was looked at with any. */
+int collie_others_progress(collie_comm_t *waiting);
+/* The same from a wait that is on no communicator (creating one): for
+ * collie_socket_idle_with. */
+int collie_others_idle(void);
 /* This thread destroys comm: it forgets it (and drops its reference). */
 void collie_others_forget(collie_comm_t *comm);
 

@@ -348,6 +348,7 @@ collie_result_t collie_test(collie_request_t *req, int *done) {
 collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
   collie_waiter_t w = {0}; /* counted for the whole wait: its look at the operations is no flag */
   _Atomic int never = 0;
+  unsigned passes = 0;
   atomic_fetch_add(&comm->waiters, 1);
   drive_begin(comm);
   for (;;) {
@@ -359,6 +360,9 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
     if (empty) break;
     if (moved) w.rounds = 0;
     else collie_idle(comm, &w, &never);
+    /* as in collie_request_wait: two ranks synchronizing different communicators, each
+     * with an operation the other's needs, waited for each other until the timeout */
+    if ((++passes & 15) == 0) collie_others_progress(comm);
   }
   drive_end(comm);
   atomic_fetch_sub(&comm->waiters, 1);

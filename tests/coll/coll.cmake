@@ -60,6 +60,11 @@ add_coll_test(coll_fuzz_tcp_3 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n 3 --time
               --fuzz-bytes 2M --seed 4)
 add_coll_test(coll_fuzz_progress_thread_5 300 "COLLIE_PROGRESS_THREAD=1" ${COLL_RUN} -n 5 --timeout 280 ${COLL_CHECK}
               --fuzz 600 --fuzz-bytes 2M --seed 5)
+# ... with communicators split off (and destroyed) while operations are in flight.
+add_coll_test(coll_fuzz_split_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 600 --fuzz-bytes 1M
+              --fuzz-split --seed 9)
+add_coll_test(coll_fuzz_split_tcp_3 300 "COLLIE_TRANSPORT=tcp" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --fuzz 500
+              --fuzz-bytes 1M --fuzz-split --seed 10)
 # ... and three sequences at once in each process, a thread and a communicator each.
 add_coll_test(coll_fuzz_multithread_3 300 "" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --fuzz 400 --fuzz-bytes 1M
               --fuzz-threads 3 --seed 7)

@@ -3,7 +3,8 @@
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
  *              [--counts C[,C..]] [--register [mixed]] [--mismatch] [--init-in-group] [--seed S]
- *              [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K | --fuzz-stop R:K]]
+ *              [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-split]
+ *                        [--fuzz-kill R:K | --fuzz-stop R:K]]
  *              [--signal-storm] [-v]
  *
  * Without --threads the ranks come from the launcher (collie_comm_init_env: collie-run,
@@ -60,6 +61,8 @@
  * Every case is verified like the matrix's.
  * --fuzz-threads T: T such sequences at once in each process, a thread each, on copies of
  * the world (a communicator per thread, as API.md allows), with seeds of their own.
+ * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
+ * rank, or none) while others are in flight, runs a case on the new one and destroys it.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
  * then stop with an error naming R's pid, or another survivor's abort, and passes when it
  * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
@@ -118,7 +121,8 @@ static struct {
   long kill_at;
   int fuzz_threads;  /* --fuzz-threads T: T sequences at once, a thread and communicator each */
   int stop;          /* --fuzz-stop R:K: rank R stops itself (SIGSTOP) instead of dying */
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0, 1, 0};
+  int fuzz_split;    /* --fuzz-split: one operation in 48 is a communicator split */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0, 1, 0, 0};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -1324,6 +1328,43 @@ static void fuzz_victim_strikes(ctx_t *x, long i) {
   say(x, "resumed");
 }
 
+/* Operation i as a communicator split (one in 48), with operations still in flight on the
+ * three communicators: the parent (any of them) splits by a color drawn per rank (or none),
+ * and the new communicator runs a blocking case of the sequence and is destroyed. Creating
+ * and destroying communicators are blocking calls a peer may have to wait behind: the
+ * operations in flight must still move. Returns false on a failure. */
+static bool fuzz_split(ctx_t *xs, uint64_t i) {
+  ctx_t *p = &xs[fuzz_draw(i, 12) % FUZZ_COMMS];
+  const uint64_t c = fuzz_draw(i, 13) + (uint64_t)p->rank * 0x9E37u;
+  const int color = c % 5 == 0 ? COLLIE_SPLIT_NOCOLOR : (int)(c % 3);
+  ctx_t y = *p;
+  y.cases = y.failed = 0;
+  y.printed = y.fatal = 0;
+  y.next_id = 0;
+  y.fail_msg[0] = 0;
+  collie_result_t r = collie_comm_split(p->comm, color, (int)(fuzz_draw(i, 14) % 4) - p->rank, &y.comm);
+  if (r) {
+    api_failed(p, NULL, "collie_comm_split with operations in flight", r);
+    return false;
+  }
+  if (!y.comm) return true; /* COLLIE_SPLIT_NOCOLOR */
+  collie_comm_rank(y.comm, &y.rank);
+  collie_comm_size(y.comm, &y.n);
+  y.vals = calloc((size_t)y.n, sizeof(int64_t));
+  if (!y.vals) exit(2);
+  case_t cs;
+  fuzz_case(&y, &cs, i, FUZZ_ALONE);
+  r = case_post(&y, &cs, NULL);
+  if (r) api_failed(&y, &cs, "a blocking collective on a communicator just split off", r);
+  else case_verify(&y, &cs);
+  case_free(&cs);
+  release_comm(&y);
+  free(y.vals);
+  fuzz_absorb(p, &y);
+  p->fatal |= y.fatal;
+  return !y.fatal;
+}
+
 static void run_fuzz(ctx_t *x) {
   enum { WMAX = 8 };
   ctx_t xs[FUZZ_COMMS];
@@ -1337,6 +1378,10 @@ static void run_fuzz(ctx_t *x) {
   uint64_t mine = cr_hash4(fuzz_seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
   for (long i = 0; i < opt.fuzz && !fatal; i++) {
     if (i >= opt.kill_at && x->rank == opt.kill_rank) fuzz_victim_strikes(x, i);
+    if (opt.fuzz_split && fuzz_draw((uint64_t)i, 11) % 48 == 0) {
+      fatal |= !fuzz_split(xs, (uint64_t)i);
+      continue;
+    }
     /* one blocking call in 8, a group of 2 to 4 in 8 (each the same on every rank) */
     const uint64_t how = fuzz_draw((uint64_t)i, 7) % 8;
     if (how < 2) {
@@ -1840,7 +1885,8 @@ static void usage(void) {
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
           "                  [--counts C[,C..]] [--register [mixed]] [--init-in-group] [--seed S] [--signal-storm]\n"
           "                  [-v]\n"
-          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-kill R:K | --fuzz-stop R:K]]\n"
+          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-split]\n"
+          "                   [--fuzz-kill R:K | --fuzz-stop R:K]]\n"
           "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
   fprintf(stderr, "\n");
@@ -1920,6 +1966,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--fuzz") && i + 1 < argc) opt.fuzz = atol(argv[++i]);
     else if (!strcmp(a, "--fuzz-bytes") && i + 1 < argc) opt.fuzz_bytes = parse_bytes(argv[++i]);
     else if (!strcmp(a, "--fuzz-threads") && i + 1 < argc) opt.fuzz_threads = atoi(argv[++i]);
+    else if (!strcmp(a, "--fuzz-split")) opt.fuzz_split = 1;
     else if ((!strcmp(a, "--fuzz-kill") || !strcmp(a, "--fuzz-stop")) && i + 1 < argc) {
       opt.stop = !strcmp(a, "--fuzz-stop");
       if (sscanf(argv[++i], "%d:%ld", &opt.kill_rank, &opt.kill_at) != 2 || opt.kill_rank < 0 || opt.kill_at < 0) usage();

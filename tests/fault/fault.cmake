@@ -32,17 +32,28 @@ set_tests_properties(fault_dead_in_destroy_shm fault_dead_root_in_destroy_tcp PR
 add_test(NAME fault_zero_count_4 COMMAND $<TARGET_FILE:collie-run> -n 4 --timeout 50 ${FAULT_BIN} zero-count)
 set_tests_properties(fault_zero_count_4 PROPERTIES TIMEOUT 60 LABELS fault
                      ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=40;COLLIE_ALGO=ring")
+# A scenario of fault_rank on N ranks, over shared memory and over TCP (fault_NAME_N_shm,
+# fault_NAME_N_tcp), with the environment ENV.
+function(add_fault_both_transports name nranks scenario env)
+  foreach(tr shm tcp)
+    add_test(NAME fault_${name}_${nranks}_${tr} COMMAND $<TARGET_FILE:collie-run> -n ${nranks} --timeout 50
+             ${FAULT_BIN} ${scenario})
+    set(e "COLLIE_SOCKET_IFNAME=lo;${env}")
+    if(tr STREQUAL tcp)
+      set(e "${e};COLLIE_TRANSPORT=tcp")
+    endif()
+    set_tests_properties(fault_${name}_${nranks}_${tr} PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "${e}")
+  endforeach()
+endfunction()
+# Blocking calls that are not waits must move this thread's other communicators too, where
+# a peer may wait for this rank first: collie_comm_synchronize of two communicators in
+# opposite orders, a destroy (which waits for the other ranks' destroys) against a wait, and
+# a creation from a unique id against a wait: all three waited until a timeout.
+add_fault_both_transports(cross_blocking 3 cross-blocking "COLLIE_EXEC_TIMEOUT=20;COLLIE_CONNECT_TIMEOUT=20")
 # A rank busy outside collie past the others' timeout: their sentence named only the rank
 # each waited for, which in a ring may be another waiting rank; now it names the late one.
 # The answers travel one rank further each stall report (2 s): 10 s see the ring's 3 hops.
-foreach(tr shm tcp)
-  add_test(NAME fault_late_rank_4_${tr} COMMAND $<TARGET_FILE:collie-run> -n 4 --timeout 50 ${FAULT_BIN} late-rank)
-  set(env "COLLIE_SOCKET_IFNAME=lo;COLLIE_EXEC_TIMEOUT=10;COLLIE_ALGO=allreduce:ring")
-  if(tr STREQUAL tcp)
-    set(env "${env};COLLIE_TRANSPORT=tcp")
-  endif()
-  set_tests_properties(fault_late_rank_4_${tr} PROPERTIES TIMEOUT 60 LABELS fault ENVIRONMENT "${env}")
-endforeach()
+add_fault_both_transports(late_rank 4 late-rank "COLLIE_EXEC_TIMEOUT=10;COLLIE_ALGO=allreduce:ring")
 # Nonblocking all-reduces on two communicators, waited for in opposite orders: a wait moved
 # only its own communicator, and both ranks waited until COLLIE_EXEC_TIMEOUT.
 add_test(NAME fault_cross_wait_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait)

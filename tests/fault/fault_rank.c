@@ -35,6 +35,17 @@
  *                                       must complete, with the right sums, within 5 s
  *   fault_rank cross-test               the same, each rank looping on collie_test instead of
  *                                       waiting
+ *   fault_rank cross-blocking           blocking calls that are not waits, in opposite orders:
+ *                                       an all-reduce of 1 MiB pending on each of two
+ *                                       communicators, rank 0 synchronizes the first and then
+ *                                       the second, the others the other way round; then one
+ *                                       pending on a copy of the world while the ranks split off
+ *                                       another communicator, which rank 0 destroys before it
+ *                                       waits for the all-reduce, the others after; then rank 0
+ *                                       creates a communicator from a unique id before such a
+ *                                       wait, the others after: all within 5 s with the right
+ *                                       sums (each call moves the other communicators while it
+ *                                       waits)
  *   fault_rank late-rank                the last rank is busy outside collie (sleeps) for
  *                                       COLLIE_EXEC_TIMEOUT + 2 s before the all-reduce the
  *                                       others wait in: every other rank must fail with
@@ -298,6 +309,72 @@ static collie_result_t wait_or_test(collie_request_t *q, bool by_test) {
   while (!(r = collie_test(q, &done)) && !done) {
   }
   return r;
+}
+
+static int cross_blocking(void) {
+  collie_comm_t *world, *dup, *other;
+  int rank, n;
+  if (init_rank(&world, &rank)) return 1;
+  collie_comm_size(world, &n);
+  collie_result_t r = collie_comm_split(world, 0, rank, &dup);
+  if (r) return fail("split", r, world);
+  enum { COUNT = 1 << 18 };
+  float *a = malloc(COUNT * sizeof(float)), *b = malloc(COUNT * sizeof(float)), *c = malloc(COUNT * sizeof(float));
+  if (!a || !b || !c) return 2;
+  for (int i = 0; i < COUNT; i++) a[i] = 1;
+  collie_request_t *qw, *qd;
+  double t0 = now_s();
+  /* synchronize, in opposite orders */
+  if ((r = collie_iallreduce(a, b, COUNT, COLLIE_FLOAT32, COLLIE_SUM, world, &qw)) ||
+      (r = collie_iallreduce(a, c, COUNT, COLLIE_FLOAT32, COLLIE_SUM, dup, &qd)))
+    return fail("iallreduce", r, world);
+  collie_result_t s1 = collie_comm_synchronize(rank == 0 ? world : dup);
+  collie_result_t s2 = collie_comm_synchronize(rank == 0 ? dup : world);
+  if (!s1 && !s2) s1 = collie_wait(qw), s2 = collie_wait(qd);
+  double dt1 = now_s() - t0;
+  int wrong = 0;
+  for (int i = 0; i < COUNT; i++) wrong += b[i] != (float)n || c[i] != (float)n;
+  /* destroy and wait, in opposite orders */
+  t0 = now_s();
+  if ((r = collie_iallreduce(a, b, COUNT, COLLIE_FLOAT32, COLLIE_SUM, dup, &qd))) return fail("iallreduce", r, world);
+  if ((r = collie_comm_split(world, 0, rank, &other))) return fail("split with an all-reduce in flight", r, world);
+  collie_result_t rd, rw;
+  if (rank == 0) {
+    rd = collie_comm_destroy(other);
+    rw = collie_wait(qd);
+  } else {
+    rw = collie_wait(qd);
+    rd = collie_comm_destroy(other);
+  }
+  double dt2 = now_s() - t0;
+  for (int i = 0; i < COUNT; i++) wrong += b[i] != (float)n;
+  /* create a communicator from a unique id and wait, in opposite orders */
+  collie_unique_id_t id;
+  if (rank == 0 && (r = collie_get_unique_id(&id))) return fail("collie_get_unique_id", r, world);
+  if ((r = collie_broadcast(&id, &id, sizeof(id), COLLIE_UINT8, 0, world))) return fail("broadcast of the id", r, world);
+  t0 = now_s();
+  if ((r = collie_iallreduce(a, c, COUNT, COLLIE_FLOAT32, COLLIE_SUM, dup, &qd))) return fail("iallreduce", r, world);
+  collie_result_t ri;
+  if (rank == 0) {
+    ri = collie_comm_init_rank(&other, n, id, rank);
+    rw = rw ? rw : collie_wait(qd);
+  } else {
+    rw = rw ? rw : collie_wait(qd);
+    ri = collie_comm_init_rank(&other, n, id, rank);
+  }
+  double dt3 = now_s() - t0;
+  for (int i = 0; i < COUNT; i++) wrong += c[i] != (float)n;
+  if (!ri) collie_comm_destroy(other);
+  printf("rank %d: synchronizes %s and %s after %.2f s; destroy %s, wait %s after %.2f s; creation %s after %.2f s; "
+         "%d wrong sums\n",
+         rank, collie_get_error_string(s1), collie_get_error_string(s2), dt1, collie_get_error_string(rd),
+         collie_get_error_string(rw), dt2, collie_get_error_string(ri), dt3, wrong);
+  free(a);
+  free(b);
+  free(c);
+  collie_comm_destroy(dup);
+  collie_comm_destroy(world);
+  return s1 || s2 || rd || rw || ri || wrong || dt1 > 5 || dt2 > 5 || dt3 > 5;
 }
 
 static int late_rank(void) {
@@ -1134,6 +1211,7 @@ int main(int argc, char **argv) {
                                                                : EXCHANGE);
   if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout(false);
   if (argc == 2 && !strcmp(argv[1], "late-rank")) return late_rank();
+  if (argc == 2 && !strcmp(argv[1], "cross-blocking")) return cross_blocking();
   if (argc == 2 && !strcmp(argv[1], "test-timeout")) return exec_timeout(true);
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
   if (argc == 2 && !strcmp(argv[1], "join")) return join();
@@ -1157,6 +1235,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
   return 2;
 }
