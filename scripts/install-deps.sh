@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config
       openmpi-bin libopenmpi-dev mpich libmpich-dev   # launchers the tests use
       iperf3 iproute2 procps psmisc bc               # loopback probe, netns, process checks, test timing
+      slurmctld slurmd slurm-client                  # the slurm_two_hosts test's private cluster
       python3 python3-matplotlib                     # perf-report's plots
       g++ libgloo-dev                                # make bench: the Gloo comparison
       clang)                                         # the clang_warnings test

@@ -33,7 +33,7 @@ typedef struct {
 static const launcher_t launchers[] = {
     {"COLLIE_RANK", "COLLIE_NRANKS", "COLLIE_LOCAL_SIZE", "collie-run"},
     {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI"},
-    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "MPICH"},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "PMI (MPICH, srun --mpi=pmi2)"},
     {"SLURM_PROCID", "SLURM_NTASKS", NULL, "Slurm"},
     {"RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "torchrun"},
 };

@@ -22,45 +22,12 @@ set -u
 check=$1
 perf=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
-for c in ip unshare nsenter timeout; do command -v $c >/dev/null || fail "$c is missing (iproute2, util-linux)"; done
-[ "$(id -u)" = 0 ] || fail "must run as root to create network namespaces"
 p=cnh$$ # names unique to this run
 dir=$(mktemp -d)
-holders=()
-cleanup() {
-  for h in "${holders[@]}"; do kill -9 "$h" 2>/dev/null; done
-  for ns in ${p}a ${p}b ${p}sw; do
-    ip netns pids $ns 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns del $ns 2>/dev/null
-  done
-  wait 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+. "$(dirname "$0")/../common/netns_hosts.sh"
+netns_hosts_trap "$dir"
 net=10.231.77
-ip netns add ${p}sw || fail "ip netns add failed"
-ip -n ${p}sw link add br0 type bridge && ip -n ${p}sw link set br0 up || fail "cannot create the bridge"
-i=0
-for h in a b; do
-  i=$((i + 1))
-  ip netns add ${p}$h || fail "ip netns add ${p}$h failed"
-  ip link add eth0 netns ${p}$h type veth peer name p$h netns ${p}sw || fail "cannot create a veth pair"
-  ip -n ${p}sw link set p$h master br0 && ip -n ${p}sw link set p$h up &&
-    ip -n ${p}$h link set lo up && ip -n ${p}$h addr add $net.$i/24 dev eth0 && ip -n ${p}$h link set eth0 up ||
-    fail "cannot configure host $h"
-  if [ $h = a ]; then echo "127.0.1.1 hostA" >"$dir/hosts.$h"; else echo "$net.1 hostA" >"$dir/hosts.$h"; fi
-  printf '127.0.0.1 localhost\n%s hostB\n' $net.2 >>"$dir/hosts.$h"
-  ip netns exec ${p}$h unshare --mount --uts --propagation private sh -c \
-    "hostname host${h^^} && mount -t tmpfs tmpfs /dev/shm && mount --bind $dir/hosts.$h /etc/hosts && exec sleep 600" &
-  holders+=($!)
-  disown $! # no "Killed" notices at cleanup
-done
-for h in "${holders[@]}"; do
-  for _ in $(seq 100); do [ "$(cat /proc/$h/comm 2>/dev/null)" = sleep ] && break; sleep 0.05; done
-  [ "$(cat /proc/$h/comm 2>/dev/null)" = sleep ] || fail "the namespace holder $h did not start"
-done
-on() { local h=$1; shift; nsenter -t "$h" -m -n -u "$@"; }
+netns_hosts_up $p "$dir" $net 2
 
 unset COLLIE_SOCKET_IFNAME COLLIE_HOST_ID COLLIE_TRANSPORT COLLIE_ROOT_ADDR MASTER_ADDR MASTER_PORT
 export COLLIE_NRANKS=3 COLLIE_CONNECT_TIMEOUT=20 COLLIE_EXEC_TIMEOUT=30 COLLIE_DEBUG=INFO COLLIE_DEBUG_SUBSYS=INIT \

@@ -71,6 +71,12 @@ set_tests_properties(p2p_two_hosts_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLI
 add_test(NAME netns_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/netns_hosts_test.sh $<TARGET_FILE:coll_check>
          $<TARGET_FILE:all_reduce_perf>)
 set_tests_properties(netns_two_hosts PROPERTIES TIMEOUT 150 LABELS fault)
+# Slurm for real: a private slurmctld and a slurmd on each of two network-namespace hosts;
+# srun on one host and on two (COLLIE_ROOT_ADDR), without an address, with --mpi=pmi2, two
+# steps at once, and pre-test-check through srun. Needs root: fails (does not skip) without.
+add_test(NAME slurm_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/slurm_test.sh ${CMAKE_BINARY_DIR}/bin
+                                      ${PROJECT_SOURCE_DIR})
+set_tests_properties(slurm_two_hosts PROPERTIES TIMEOUT 240)
 # Ranks started the torchrun way: collie meets beside the port torchrun's store holds.
 add_test(NAME torchrun_env COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/torchrun_env_test.sh $<TARGET_FILE:coll_check>)
 set_tests_properties(torchrun_env PROPERTIES TIMEOUT 120 ENVIRONMENT "${COLLIE_TEST_ENV}")
