@@ -77,6 +77,11 @@ set_tests_properties(netns_two_hosts PROPERTIES TIMEOUT 150 LABELS fault)
 add_test(NAME slurm_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/slurm_test.sh ${CMAKE_BINARY_DIR}/bin
                                       ${PROJECT_SOURCE_DIR})
 set_tests_properties(slurm_two_hosts PROPERTIES TIMEOUT 240)
+# mpirun (Open MPI) and mpiexec (MPICH) across two network-namespace hosts, their daemons
+# reaching the second host through a stand-in for ssh. Needs root: fails without.
+add_test(NAME mpi_two_hosts COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/mpi_hosts_test.sh ${CMAKE_BINARY_DIR}/bin
+                                    ${PROJECT_SOURCE_DIR})
+set_tests_properties(mpi_two_hosts PROPERTIES TIMEOUT 240)
 # Ranks started the torchrun way: collie meets beside the port torchrun's store holds.
 add_test(NAME torchrun_env COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/torchrun_env_test.sh $<TARGET_FILE:coll_check>)
 set_tests_properties(torchrun_env PROPERTIES TIMEOUT 120 ENVIRONMENT "${COLLIE_TEST_ENV}")
