@@ -210,14 +210,38 @@ static collie_result_t master_address(int rank, char *out, size_t len) {
   return COLLIE_SUCCESS;
 }
 
+/* Slurm's variables describe this process only in a task srun started (SLURM_STEP_ID
+ * set), and not in a torchrun worker under srun: there torchrun's RANK/WORLD_SIZE are the
+ * nearer launcher's, and SLURM_PROCID/SLURM_NTASKS count the torchrun agents (every
+ * worker of a host took itself for the same rank). An sbatch script's own shell has
+ * SLURM_PROCID=0 and SLURM_NTASKS of the whole job too, and a program started there, or
+ * torchrun started there, is not one of those tasks. Returns why they are not ours, or
+ * NULL when they are (or are not set). */
+static const char *slurm_not_ours(void) {
+  if (!getenv("SLURM_PROCID")) return NULL;
+  if (getenv("TORCHELASTIC_RUN_ID")) return "torchrun started this process inside a Slurm task";
+  if (!getenv("SLURM_STEP_ID") && !getenv("SLURM_STEPID")) {
+    int n;
+    if (env_int("SLURM_NTASKS", &n) == 0 && n == 1) return NULL; /* sbatch -n 1: the one rank */
+    return "they are the environment of a Slurm batch script (no SLURM_STEP_ID), not of a task srun started";
+  }
+  return NULL;
+}
+
 collie_result_t collie_comm_init_env(collie_comm_t **comm) {
   if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_env: comm is NULL");
   *comm = NULL;
   const launcher_t *l = NULL;
   int rank = -1, size = -1, local_size = -1;
+  const char *slurm_skipped = slurm_not_ours();
   for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
     int r = env_int(launchers[i].rank, &rank), s = env_int(launchers[i].size, &size);
     if (r == -1 && s == -1) continue;
+    if (slurm_skipped && !strcmp(launchers[i].rank, "SLURM_PROCID")) {
+      COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, -1, "SLURM_PROCID=%s and SLURM_NTASKS=%s ignored: %s", getenv("SLURM_PROCID"),
+                  getenv("SLURM_NTASKS") ? getenv("SLURM_NTASKS") : "(unset)", slurm_skipped);
+      continue;
+    }
     if (r != 0 || s != 0 || size < 1 || rank >= size)
       return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
                           "collie_comm_init_env: %s=%s and %s=%s do not describe a rank of a job", launchers[i].rank,
@@ -226,6 +250,12 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
     l = &launchers[i];
     break;
   }
+  if (!l && slurm_skipped)
+    return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
+                        "collie_comm_init_env: SLURM_PROCID=%s and SLURM_NTASKS=%s do not describe this process: %s; "
+                        "start each rank with srun (srun -n %s ./app in the batch script), or with another launcher",
+                        getenv("SLURM_PROCID"), getenv("SLURM_NTASKS") ? getenv("SLURM_NTASKS") : "(unset)",
+                        slurm_skipped, getenv("SLURM_NTASKS") ? getenv("SLURM_NTASKS") : "N");
   if (!l)
     return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
                         "collie_comm_init_env found no launcher environment: start the program with collie-run, "

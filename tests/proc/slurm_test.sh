@@ -11,7 +11,9 @@
 #   3. The same without COLLIE_ROOT_ADDR: every rank fails saying what to set.
 #   4. srun --mpi=pmi2 (PMI_RANK/PMI_SIZE as well as SLURM_PROCID), and two job steps of one
 #      allocation on one host at once (each meets its own ranks only).
-#   5. scripts/pre-test-check --expect-hosts 2 srun -N 2 --ntasks-per-node 1.
+#   5. Inherited variables: a program started by an sbatch -n 4 script itself fails at once
+#      saying so; torchrun-style workers under srun take RANK/WORLD_SIZE, not Slurm's.
+#   6. scripts/pre-test-check --expect-hosts 2 srun -N 2 --ntasks-per-node 1.
 # The cluster is private: configuration, state and logs in a temporary directory,
 # auth/none (no munge), daemons on the namespaces' own ports. Needs root, slurmctld,
 # slurmd and srun (scripts/install-deps.sh installs them), ip, unshare and nsenter;
@@ -161,6 +163,29 @@ ok step1.out 2 "coll_check: rank [0-1]: .* cases OK"
 keys=$(cat "$dir"/step*.out | sed -n "s/.*launched by Slurm as rank 0 of 2 (job key '\(.*\)')/\1/p" | sort -u | wc -l)
 [ "$keys" = 2 ] || { cat "$dir"/step*.out; fail "the two steps' rank 0s did not meet by two job keys"; }
 echo "PASS: srun --mpi=pmi2, and two steps of one allocation at once on one host"
+
+# Variables a process inherits from Slurm without being one of its tasks. A program run
+# straight from an sbatch -n 4 script sees SLURM_PROCID=0 and SLURM_NTASKS=4: it must fail
+# at once saying so, not wait for 3 ranks until COLLIE_CONNECT_TIMEOUT (20 s here); with
+# -n 1 it is the one rank. A torchrun worker under srun sees the torchrun agent's
+# SLURM_PROCID and SLURM_NTASKS besides its own RANK and WORLD_SIZE: torchrun's count.
+batch() {
+  timeout -s KILL 90 nsenter -t "$hostA" -m -n -u sbatch --wait -w hostA -o "$dir/$1" "${@:2}" >/dev/null 2>&1
+}
+start=$(date +%s)
+batch batch4.out -n 4 --wrap "$bin/p2p_check" && { cat "$dir/batch4.out"; fail "a lone process of sbatch -n 4 succeeded"; }
+took=$(($(date +%s) - start))
+want="SLURM_PROCID=0 and SLURM_NTASKS=4 do not describe this process: they are the environment of a Slurm batch script"
+grep -q "$want" "$dir/batch4.out" || { cat "$dir/batch4.out"; fail "sbatch -n 4 running p2p_check alone: no '$want'"; }
+[ $took -le 10 ] || fail "the lone process of sbatch -n 4 took $took s to fail (COLLIE_CONNECT_TIMEOUT=20)"
+batch batch1.out -n 1 --wrap "$bin/p2p_check" || { cat "$dir/batch1.out"; fail "sbatch -n 1 running p2p_check failed"; }
+ok batch1.out 1 "p2p_check: rank 0 of 1 OK"
+srun_on "$hostA" torch.out -N 2 --ntasks-per-node 1 sh -c 'for i in 0 1; do
+    RANK=$((SLURM_PROCID * 2 + i)) WORLD_SIZE=4 LOCAL_RANK=$i LOCAL_WORLD_SIZE=2 TORCHELASTIC_RUN_ID=t$SLURM_JOB_ID \
+      MASTER_ADDR=hostA MASTER_PORT=29400 "$0" & done; wait; wait' "$bin/p2p_check" ||
+  { cat "$dir/torch.out"; fail "torchrun-style workers under srun failed"; }
+ok torch.out 4 "p2p_check: rank [0-3] of 4 OK"
+echo "PASS: sbatch -n 4 running a rank alone fails at once ($took s), -n 1 runs; torchrun workers under srun count as torchrun's"
 
 out=$(timeout -s KILL 120 nsenter -t "$hostA" -m -n -u "$src/scripts/pre-test-check" --build "$(dirname "$bin")" \
   --expect-hosts 2 srun -N 2 --ntasks-per-node 1 2>&1)
