@@ -45,9 +45,13 @@ hostB=${holders[1]}
 # ranks than CPUs take srun -O (--overcommit), as on any cluster.
 ncpus=$(nproc)
 [ "$ncpus" -ge 2 ] || fail "the binding checks need 2 CPUs, and this process may use $ncpus"
+# Job ids start at a random number: the ranks of one host meet through /tmp/collie-UID-slurm-
+# JOB.STEP.id, and this machine's /tmp outlives the cluster (a run killed before its rank 0
+# removed the file must not hand its address to the next run's job 1).
 mkdir -p "$dir/state" "$dir/spool.hostA" "$dir/spool.hostB"
 cat >"$dir/slurm.conf" <<EOF
 ClusterName=collietest
+FirstJobId=$((1000 + RANDOM * 1000))
 SlurmctldHost=hostA($net.1)
 AuthType=auth/none
 CredType=cred/none
@@ -109,7 +113,8 @@ grep -q "launched by Slurm as rank 0 of 8 (job key 'slurm-[0-9]*\.0')" "$dir/one
   { cat "$dir/one.out"; fail "rank 0 did not say that Slurm launched it"; }
 grep -q "rank 0 of 8, 8 on this host; peers 0:self 1:shm 2:shm 3:shm 4:shm 5:shm 6:shm 7:shm" "$dir/one.out" ||
   { cat "$dir/one.out"; fail "8 ranks of one host should use shared memory"; }
-ls /tmp/collie-"$(id -u)"-slurm-* 2>/dev/null && fail "the job's meeting file was left in /tmp"
+key=$(sed -n "s/.*launched by Slurm as rank 0 of 8 (job key '\(.*\)')/\1/p" "$dir/one.out")
+[ -e "/tmp/collie-$(id -u)-$key.id" ] && fail "the job's meeting file /tmp/collie-$(id -u)-$key.id was left behind"
 echo "PASS: srun -O -n 8 on one host, shared memory, no address needed"
 
 # bound BIND WANT: 2 ranks under srun --cpu-bind=BIND both say WANT (docs/tuning.md: ranks
