@@ -24,6 +24,7 @@
 #include "core/comm_internal.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/own_waits.h"
 #include "core/params.h"
 
 typedef struct {
@@ -133,6 +134,31 @@ static collie_result_t init_with_addr(collie_comm_t **comm, int rank, int size, 
   return collie_comm_init_internal(comm, size, id, rank, NULL, fd);
 }
 
+/* What rank 0 leaves in the meeting file: the unique id, and which process wrote it. A
+ * job killed while its ranks met leaves its file behind, and a later job may get the same
+ * key (hydra's proxy pid and Open MPI's job id are reused as pids are): its other ranks,
+ * reading before their rank 0 wrote, joined the dead one's address and failed after
+ * COLLIE_CONNECT_TIMEOUT. A file whose writer is gone is waited past instead. */
+typedef struct {
+  collie_unique_id_t id;
+  uint64_t pidns; /* the writer's PID namespace (/proc/self/ns/pid inode), 0 if unknown */
+  uint64_t start; /* the writer's start time (collie_proc_start), 0 if unknown */
+  int32_t pid;
+  uint32_t zero;
+} meeting_t;
+
+static uint64_t own_pidns(void) {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* Whether the file's writer is known to be gone (in this PID namespace, no process with
+ * its pid and start time); unknown counts as alive. */
+static bool writer_gone(const meeting_t *m) {
+  if (!m->start || !m->pidns || m->pidns != own_pidns()) return false;
+  return collie_proc_start(m->pid) != m->start;
+}
+
 static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size, const char *key,
                                         const char *launcher) {
   if (!key[0])
@@ -143,16 +169,16 @@ static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size
   char path[512], tmp[560];
   snprintf(path, sizeof(path), "/tmp/collie-%u-%s.id", (unsigned)getuid(), key);
   int64_t timeout_ms = collie_param_int(COLLIE_P_CONNECT_TIMEOUT) * 1000;
-  collie_unique_id_t id;
+  meeting_t m = {.pid = (int32_t)getpid(), .pidns = own_pidns(), .start = collie_proc_start((int)getpid())};
   if (rank == 0) {
     collie_id_info_t info;
-    int fd = collie_id_create(NULL, &id, &info);
+    int fd = collie_id_create(NULL, &m.id, &info);
     if (fd < 0)
       return collie_error(NULL, COLLIE_ERR_SYSTEM, "collie_comm_init_env on rank 0 could not listen on loopback: %s",
                           strerror(errno));
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid());
     int wfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (wfd < 0 || write(wfd, &id, sizeof(id)) != (ssize_t)sizeof(id) || close(wfd) != 0 || rename(tmp, path) != 0) {
+    if (wfd < 0 || write(wfd, &m, sizeof(m)) != (ssize_t)sizeof(m) || close(wfd) != 0 || rename(tmp, path) != 0) {
       int e = errno;
       if (wfd >= 0) unlink(tmp);
       close(fd);
@@ -160,26 +186,33 @@ static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size
                           "collie_comm_init_env on rank 0 could not publish its address in %s: %s", path,
                           strerror(e));
     }
-    collie_result_t res = collie_comm_init_internal(comm, size, id, 0, NULL, fd);
+    collie_result_t res = collie_comm_init_internal(comm, size, m.id, 0, NULL, fd);
     unlink(path); /* everyone joined (or gave up): the file has served */
     return res;
   }
   int64_t deadline = collie_now_ns() + timeout_ms * 1000000;
+  bool said = false;
   for (;;) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-      ssize_t n = read(fd, &id, sizeof(id));
+      ssize_t n = read(fd, &m, sizeof(m));
       close(fd);
-      if (n == (ssize_t)sizeof(id)) break;
+      if (n == (ssize_t)sizeof(m) && !writer_gone(&m)) break;
+      if (n == (ssize_t)sizeof(m) && !said) {
+        COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank, "%s was left by process %d, which is gone: waiting for rank 0's", path,
+                    (int)m.pid);
+        said = true;
+      }
     }
     if (collie_now_ns() > deadline)
       return collie_error(NULL, COLLIE_ERR_TIMEOUT,
-                          "collie_comm_init_env on rank %d: rank 0 did not publish its address in %s within %lld s; "
+                          "collie_comm_init_env on rank %d: rank 0 did not publish its address in %s within %lld s%s; "
                           "check that rank 0 runs on this host, or set COLLIE_ROOT_ADDR",
-                          rank, path, (long long)(timeout_ms / 1000));
+                          rank, path, (long long)(timeout_ms / 1000),
+                          said ? " (the file there was left by a process that is gone)" : "");
     usleep(5000);
   }
-  return collie_comm_init_internal(comm, size, id, rank, NULL, -1);
+  return collie_comm_init_internal(comm, size, m.id, rank, NULL, -1);
 }
 
 /* The root address from MASTER_ADDR and MASTER_PORT. Under torchrun the port is taken:

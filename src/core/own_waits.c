@@ -184,14 +184,32 @@ void collie_peer_said(collie_comm_t *comm, char *buf, size_t len) {
     snprintf(buf, len, "; %s did not answer when asked what it waits for: it may be stopped, or starved of CPU", pd);
 }
 
-char collie_proc_state(int pid) {
-  char path[64], line[512];
+/* The fields of /proc/PID/stat after the command, from the state (field 3) on, into line;
+ * NULL when unreadable. "pid (comm) S ...": the command may hold spaces and parentheses,
+ * the last ')' ends it. */
+static const char *proc_stat_fields(int pid, char *line, size_t len) {
+  char path[64];
   snprintf(path, sizeof(path), "/proc/%d/stat", pid);
   FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  const bool got = fgets(line, sizeof(line), f) != NULL;
+  if (!f) return NULL;
+  const bool got = fgets(line, (int)len, f) != NULL;
   fclose(f);
-  /* "pid (comm) S ...": the command may hold spaces and parentheses, the last ')' ends it */
   const char *p = got ? strrchr(line, ')') : NULL;
-  return p && p[1] == ' ' ? p[2] : 0;
+  return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+char collie_proc_state(int pid) {
+  char line[512];
+  const char *p = proc_stat_fields(pid, line, sizeof(line));
+  return p ? p[0] : 0;
+}
+
+unsigned long long collie_proc_start(int pid) {
+  char line[512];
+  const char *p = proc_stat_fields(pid, line, sizeof(line));
+  for (int field = 3; p && field < 22; field++) { /* starttime is field 22 */
+    p = strchr(p, ' ');
+    if (p) p++;
+  }
+  return p ? strtoull(p, NULL, 10) : 0;
 }

@@ -55,4 +55,8 @@ const char *collie_rank_stopped(const collie_comm_t *comm, int p);
  * debugger), or 0 when unknown. */
 char collie_proc_state(int pid);
 
+/* When process `pid` started (/proc/PID/stat's starttime, in clock ticks since boot), or
+ * 0 when unknown: with the pid it names one process, since pids are reused. */
+unsigned long long collie_proc_start(int pid);
+
 #endif

@@ -193,3 +193,9 @@ add_test(NAME fault_alloc_fail_tuned COMMAND ${ALLOC_FAIL_TEST} shm:1 shm:0:afte
 set_tests_properties(fault_alloc_fail_shm fault_alloc_fail_tcp fault_alloc_fail_threads PROPERTIES TIMEOUT 300 LABELS "fault;noasan")
 set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault;noasan"
                      ENVIRONMENT "ALLOC_FAIL_TUNED=1;COLLIE_PROGRESS_THREAD=1")
+
+# A meeting file (/tmp/collie-UID-KEY.id) left by a killed rank 0 and found by the next job
+# of the same key: its rank 1 joined the dead address and failed; it now waits past it.
+add_test(NAME fault_stale_meeting_file COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/stale_meeting_test.sh
+         $<TARGET_FILE:p2p_check>)
+set_tests_properties(fault_stale_meeting_file PROPERTIES TIMEOUT 90 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
