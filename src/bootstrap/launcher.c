@@ -312,11 +312,16 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
   int nnodes;
   bool multi = (env_int(l->local_size, &local_size) == 0 && local_size != size) ||
                (env_int("SLURM_NNODES", &nnodes) == 0 && nnodes > 1);
+  /* Under Slurm, rank 0 runs on the step's first node: say how a batch script names it. */
+  const bool slurm = !strcmp(l->rank, "SLURM_PROCID") && getenv("SLURM_JOB_NODELIST");
   if (multi)
     return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
                         "collie_comm_init_env on rank %d: the %d ranks span several hosts; set "
                         "COLLIE_ROOT_ADDR=host:port (a host of rank 0 and a free port) or MASTER_ADDR and "
-                        "MASTER_PORT for every rank",
-                        rank, size);
+                        "MASTER_PORT for every rank%s",
+                        rank, size,
+                        slurm ? " (in the batch script, before srun: export COLLIE_ROOT_ADDR=$(scontrol show "
+                                "hostnames \"$SLURM_JOB_NODELIST\" | head -1):29500)"
+                              : "");
   return init_single_host(comm, rank, size, key, l->name);
 }

@@ -150,6 +150,7 @@ echo "PASS: COLLIE_ROOT_ADDR=hostA:29500 srun -N 2 --ntasks-per-node 2: shm insi
 
 srun_on "$hostA" noaddr.out -N 2 --ntasks-per-node 2 "$bin/p2p_check" && fail "2 hosts without an address succeeded"
 ok noaddr.out 4 "collie_comm_init_env on rank [0-3]: the 4 ranks span several hosts; set COLLIE_ROOT_ADDR=host:port"
+ok noaddr.out 4 "export COLLIE_ROOT_ADDR=\$(scontrol show hostnames \"\$SLURM_JOB_NODELIST\" | head -1):29500)"
 echo "PASS: srun -N 2 without COLLIE_ROOT_ADDR: every rank says to set it"
 
 srun_on "$hostB" pmi2.out --mpi=pmi2 -O -n 3 -w hostB env COLLIE_DEBUG=INFO COLLIE_DEBUG_SUBSYS=BOOTSTRAP "$bin/p2p_check" ||
