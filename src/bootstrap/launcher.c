@@ -27,18 +27,6 @@
 #include "core/own_waits.h"
 #include "core/params.h"
 
-typedef struct {
-  const char *rank, *size, *local_size, *name;
-} launcher_t;
-
-static const launcher_t launchers[] = {
-    {"COLLIE_RANK", "COLLIE_NRANKS", "COLLIE_LOCAL_SIZE", "collie-run"},
-    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI"},
-    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "PMI (MPICH, srun --mpi=pmi2)"},
-    {"SLURM_PROCID", "SLURM_NTASKS", NULL, "Slurm"},
-    {"RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "torchrun"},
-};
-
 static int env_int(const char *name, int *out) {
   const char *v = name ? getenv(name) : NULL;
   if (!v || !*v) return -1;
@@ -48,6 +36,44 @@ static int env_int(const char *name, int *out) {
   *out = (int)x;
   return 0;
 }
+
+/* Slurm's variables describe this process only in a task srun started (SLURM_STEP_ID
+ * set), and not in a torchrun worker under srun: there torchrun's RANK/WORLD_SIZE are the
+ * nearer launcher's, and SLURM_PROCID/SLURM_NTASKS count the torchrun agents (every
+ * worker of a host took itself for the same rank). An sbatch script's own shell has
+ * SLURM_PROCID=0 and SLURM_NTASKS of the whole job too, and a program started there, or
+ * torchrun started there, is not one of those tasks. Returns why they are not ours, or
+ * NULL when they are. */
+static const char *slurm_not_ours(void) {
+  if (getenv("TORCHELASTIC_RUN_ID")) return "torchrun started this process inside a Slurm task";
+  if (!getenv("SLURM_STEP_ID") && !getenv("SLURM_STEPID")) {
+    int n;
+    if (env_int("SLURM_NTASKS", &n) == 0 && n == 1) return NULL; /* sbatch -n 1: the one rank */
+    return "they are the environment of a Slurm batch script (no SLURM_STEP_ID), not of a task srun started";
+  }
+  return NULL;
+}
+
+typedef struct {
+  const char *rank, *size, *local_size, *name;
+  /* Why the variables, though set, do not describe this process (inherited from an
+   * enclosing launcher's environment), or NULL when they do; a NULL function: they always do. */
+  const char *(*not_ours)(void);
+  const char *how; /* how to start each rank with this launcher, for that sentence */
+  /* Added to the sentence for ranks that span hosts without a root address. */
+  const char *across_hosts_hint;
+} launcher_t;
+
+static const launcher_t launchers[] = {
+    {"COLLIE_RANK", "COLLIE_NRANKS", "COLLIE_LOCAL_SIZE", "collie-run", NULL, NULL, ""},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI", NULL, NULL, ""},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "PMI (MPICH, srun --mpi=pmi2)", NULL, NULL, ""},
+    /* rank 0 runs on the step's first node: the hint says how a batch script names it */
+    {"SLURM_PROCID", "SLURM_NTASKS", NULL, "Slurm", slurm_not_ours, "srun (srun -n %s ./app in the batch script)",
+     " (in the batch script, before srun: export COLLIE_ROOT_ADDR=$(scontrol show hostnames "
+     "\"$SLURM_JOB_NODELIST\" | head -1):29500)"},
+    {"RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "torchrun", NULL, NULL, ""},
+};
 
 /* A string that every rank of this job shares and no other job has. across_hosts: the
  * ranks meet at COLLIE_ROOT_ADDR and may run on several hosts, so the key may not depend
@@ -152,10 +178,10 @@ static uint64_t own_pidns(void) {
   return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* Whether the file's writer is known to be gone (in this PID namespace, no process with
- * its pid and start time); unknown counts as alive. */
-static bool writer_gone(const meeting_t *m) {
-  if (!m->start || !m->pidns || m->pidns != own_pidns()) return false;
+/* Whether the file's writer is known to be gone (in this PID namespace, pidns, no process
+ * with its pid and start time); unknown counts as alive. */
+static bool writer_gone(const meeting_t *m, uint64_t pidns) {
+  if (!m->start || !m->pidns || m->pidns != pidns) return false;
   return collie_proc_start(m->pid) != m->start;
 }
 
@@ -169,8 +195,9 @@ static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size
   char path[512], tmp[560];
   snprintf(path, sizeof(path), "/tmp/collie-%u-%s.id", (unsigned)getuid(), key);
   int64_t timeout_ms = collie_param_int(COLLIE_P_CONNECT_TIMEOUT) * 1000;
-  meeting_t m = {.pid = (int32_t)getpid(), .pidns = own_pidns(), .start = collie_proc_start((int)getpid())};
+  meeting_t m = {0};
   if (rank == 0) {
+    m = (meeting_t){.pid = (int32_t)getpid(), .pidns = own_pidns(), .start = collie_proc_start((int)getpid())};
     collie_id_info_t info;
     int fd = collie_id_create(NULL, &m.id, &info);
     if (fd < 0)
@@ -191,13 +218,14 @@ static collie_result_t init_single_host(collie_comm_t **comm, int rank, int size
     return res;
   }
   int64_t deadline = collie_now_ns() + timeout_ms * 1000000;
+  const uint64_t pidns = own_pidns();
   bool said = false;
   for (;;) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
       ssize_t n = read(fd, &m, sizeof(m));
       close(fd);
-      if (n == (ssize_t)sizeof(m) && !writer_gone(&m)) break;
+      if (n == (ssize_t)sizeof(m) && !writer_gone(&m, pidns)) break;
       if (n == (ssize_t)sizeof(m) && !said) {
         COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, rank, "%s was left by process %d, which is gone: waiting for rank 0's", path,
                     (int)m.pid);
@@ -243,52 +271,41 @@ static collie_result_t master_address(int rank, char *out, size_t len) {
   return COLLIE_SUCCESS;
 }
 
-/* Slurm's variables describe this process only in a task srun started (SLURM_STEP_ID
- * set), and not in a torchrun worker under srun: there torchrun's RANK/WORLD_SIZE are the
- * nearer launcher's, and SLURM_PROCID/SLURM_NTASKS count the torchrun agents (every
- * worker of a host took itself for the same rank). An sbatch script's own shell has
- * SLURM_PROCID=0 and SLURM_NTASKS of the whole job too, and a program started there, or
- * torchrun started there, is not one of those tasks. Returns why they are not ours, or
- * NULL when they are (or are not set). */
-static const char *slurm_not_ours(void) {
-  if (!getenv("SLURM_PROCID")) return NULL;
-  if (getenv("TORCHELASTIC_RUN_ID")) return "torchrun started this process inside a Slurm task";
-  if (!getenv("SLURM_STEP_ID") && !getenv("SLURM_STEPID")) {
-    int n;
-    if (env_int("SLURM_NTASKS", &n) == 0 && n == 1) return NULL; /* sbatch -n 1: the one rank */
-    return "they are the environment of a Slurm batch script (no SLURM_STEP_ID), not of a task srun started";
-  }
-  return NULL;
-}
-
 collie_result_t collie_comm_init_env(collie_comm_t **comm) {
   if (!comm) return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT, "collie_comm_init_env: comm is NULL");
   *comm = NULL;
   const launcher_t *l = NULL;
   int rank = -1, size = -1, local_size = -1;
-  const char *slurm_skipped = slurm_not_ours();
+  const launcher_t *skipped = NULL; /* set, but inherited: see launcher_t.not_ours */
+  const char *why = NULL;
   for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-    int r = env_int(launchers[i].rank, &rank), s = env_int(launchers[i].size, &size);
+    const launcher_t *c = &launchers[i];
+    int r = env_int(c->rank, &rank), s = env_int(c->size, &size);
     if (r == -1 && s == -1) continue;
-    if (slurm_skipped && !strcmp(launchers[i].rank, "SLURM_PROCID")) {
-      COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, -1, "SLURM_PROCID=%s and SLURM_NTASKS=%s ignored: %s", getenv("SLURM_PROCID"),
-                  getenv("SLURM_NTASKS") ? getenv("SLURM_NTASKS") : "(unset)", slurm_skipped);
+    const char *not_ours = c->not_ours ? c->not_ours() : NULL;
+    if (not_ours) {
+      COLLIE_INFO(COLLIE_SUB_BOOTSTRAP, -1, "%s=%s and %s=%s ignored: %s", c->rank, getenv(c->rank), c->size,
+                  getenv(c->size) ? getenv(c->size) : "(unset)", not_ours);
+      if (!skipped) skipped = c, why = not_ours;
       continue;
     }
     if (r != 0 || s != 0 || size < 1 || rank >= size)
       return collie_error(NULL, COLLIE_ERR_INVALID_ARGUMENT,
-                          "collie_comm_init_env: %s=%s and %s=%s do not describe a rank of a job", launchers[i].rank,
-                          getenv(launchers[i].rank) ? getenv(launchers[i].rank) : "(unset)", launchers[i].size,
-                          getenv(launchers[i].size) ? getenv(launchers[i].size) : "(unset)");
-    l = &launchers[i];
+                          "collie_comm_init_env: %s=%s and %s=%s do not describe a rank of a job", c->rank,
+                          getenv(c->rank) ? getenv(c->rank) : "(unset)", c->size,
+                          getenv(c->size) ? getenv(c->size) : "(unset)");
+    l = c;
     break;
   }
-  if (!l && slurm_skipped)
+  if (!l && skipped) {
+    const char *n = getenv(skipped->size);
+    char how[160];
+    snprintf(how, sizeof(how), skipped->how, n ? n : "N");
     return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
-                        "collie_comm_init_env: SLURM_PROCID=%s and SLURM_NTASKS=%s do not describe this process: %s; "
-                        "start each rank with srun (srun -n %s ./app in the batch script), or with another launcher",
-                        getenv("SLURM_PROCID"), getenv("SLURM_NTASKS") ? getenv("SLURM_NTASKS") : "(unset)",
-                        slurm_skipped, getenv("SLURM_NTASKS") ? getenv("SLURM_NTASKS") : "N");
+                        "collie_comm_init_env: %s=%s and %s=%s do not describe this process: %s; start each rank "
+                        "with %s, or with another launcher",
+                        skipped->rank, getenv(skipped->rank), skipped->size, n ? n : "(unset)", why, how);
+  }
   if (!l)
     return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
                         "collie_comm_init_env found no launcher environment: start the program with collie-run, "
@@ -312,16 +329,11 @@ collie_result_t collie_comm_init_env(collie_comm_t **comm) {
   int nnodes;
   bool multi = (env_int(l->local_size, &local_size) == 0 && local_size != size) ||
                (env_int("SLURM_NNODES", &nnodes) == 0 && nnodes > 1);
-  /* Under Slurm, rank 0 runs on the step's first node: say how a batch script names it. */
-  const bool slurm = !strcmp(l->rank, "SLURM_PROCID") && getenv("SLURM_JOB_NODELIST");
   if (multi)
     return collie_error(NULL, COLLIE_ERR_INVALID_USAGE,
                         "collie_comm_init_env on rank %d: the %d ranks span several hosts; set "
                         "COLLIE_ROOT_ADDR=host:port (a host of rank 0 and a free port) or MASTER_ADDR and "
                         "MASTER_PORT for every rank%s",
-                        rank, size,
-                        slurm ? " (in the batch script, before srun: export COLLIE_ROOT_ADDR=$(scontrol show "
-                                "hostnames \"$SLURM_JOB_NODELIST\" | head -1):29500)"
-                              : "");
+                        rank, size, l->across_hosts_hint);
   return init_single_host(comm, rank, size, key, l->name);
 }

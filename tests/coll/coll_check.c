@@ -1218,9 +1218,12 @@ static collie_result_t fuzz_complete(collie_comm_t *comm, collie_request_t *req,
     int done = 0;
     collie_result_t t = collie_test(req, &done); /* done: that completed the request */
     if (!done) {
-      if (!r && !t) fprintf(stderr, "coll_check: a request was not done after collie_comm_synchronize\n");
-      const collie_result_t w = collie_wait(req);
-      t = !r && !t ? COLLIE_ERR_INTERNAL : t ? t : w;
+      const collie_result_t w = collie_wait(req); /* frees it */
+      if (!r && !t) {
+        fprintf(stderr, "coll_check: a request was not done after collie_comm_synchronize\n");
+        return COLLIE_ERR_INTERNAL;
+      }
+      if (!t) t = w;
     }
     return r ? r : t;
   }

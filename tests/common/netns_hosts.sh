@@ -14,33 +14,30 @@
 # them before it starts ranks. Needs root, ip (iproute2), unshare and nsenter (util-linux):
 # it fails, never skips, without them. The caller defines fail().
 holders=()
-netns_prefix=
-netns_count=0
+netns_names=() # the namespaces created, for netns_hosts_down
 
 netns_hosts_up() {
-  netns_prefix=$1
-  local dir=$2 net=$3 i j h
-  netns_count=$4
-  local more=${5:-true}
+  local p=$1 dir=$2 net=$3 count=$4 more=${5:-true} i j h
+  local letters=(a b c d e f g h)
   for c in ip unshare nsenter timeout; do command -v $c >/dev/null || fail "$c is missing (iproute2, util-linux)"; done
   [ "$(id -u)" = 0 ] || fail "must run as root to create network namespaces"
-  ip netns add ${netns_prefix}sw || fail "ip netns add failed"
-  ip -n ${netns_prefix}sw link add br0 type bridge && ip -n ${netns_prefix}sw link set br0 up ||
-    fail "cannot create the bridge"
-  for i in $(seq "$netns_count"); do
-    h=$(printf "\\x$(printf %x $((96 + i)))") # a, b, c, ...
-    ip netns add ${netns_prefix}$h || fail "ip netns add ${netns_prefix}$h failed"
-    ip link add eth0 netns ${netns_prefix}$h type veth peer name p$h netns ${netns_prefix}sw ||
-      fail "cannot create a veth pair"
-    ip -n ${netns_prefix}sw link set p$h master br0 && ip -n ${netns_prefix}sw link set p$h up &&
-      ip -n ${netns_prefix}$h link set lo up && ip -n ${netns_prefix}$h addr add $net.$i/24 dev eth0 &&
-      ip -n ${netns_prefix}$h link set eth0 up || fail "cannot configure host $h"
+  ip netns add ${p}sw || fail "ip netns add failed"
+  netns_names+=(${p}sw)
+  ip -n ${p}sw link add br0 type bridge && ip -n ${p}sw link set br0 up || fail "cannot create the bridge"
+  for i in $(seq "$count"); do
+    h=${letters[i - 1]}
+    ip netns add $p$h || fail "ip netns add $p$h failed"
+    netns_names+=($p$h)
+    ip link add eth0 netns $p$h type veth peer name p$h netns ${p}sw || fail "cannot create a veth pair"
+    ip -n ${p}sw link set p$h master br0 && ip -n ${p}sw link set p$h up &&
+      ip -n $p$h link set lo up && ip -n $p$h addr add $net.$i/24 dev eth0 &&
+      ip -n $p$h link set eth0 up || fail "cannot configure host $h"
     echo "127.0.0.1 localhost" >"$dir/hosts.$h"
-    for j in $(seq "$netns_count"); do
-      local name=host$(printf "\\x$(printf %x $((64 + j)))") # hostA, hostB, ...
+    for j in $(seq "$count"); do
+      local name=host${letters[j - 1]^^} # hostA, hostB, ...
       if [ "$i" = 1 ] && [ "$j" = 1 ]; then echo "127.0.1.1 $name"; else echo "$net.$j $name"; fi
     done >>"$dir/hosts.$h"
-    ip netns exec ${netns_prefix}$h unshare --mount --uts --propagation private sh -c \
+    ip netns exec $p$h unshare --mount --uts --propagation private sh -c \
       "hostname host${h^^} && mount -t tmpfs tmpfs /dev/shm && mount --bind $dir/hosts.$h /etc/hosts && { $more; } && exec sleep 900" &
     holders+=($!)
     disown $! # no "Killed" notices at cleanup
@@ -58,13 +55,11 @@ on() {
 }
 
 netns_hosts_down() {
-  local i h
+  local h ns
   for h in "${holders[@]}"; do kill -9 "$h" 2>/dev/null; done
-  [ -n "$netns_prefix" ] || return 0
-  for i in $(seq "$netns_count") sw; do
-    [ "$i" = sw ] && h=sw || h=$(printf "\\x$(printf %x $((96 + i)))")
-    ip netns pids ${netns_prefix}$h 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns del ${netns_prefix}$h 2>/dev/null
+  for ns in "${netns_names[@]}"; do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+    ip netns del "$ns" 2>/dev/null
   done
 }
 
