@@ -296,9 +296,10 @@ const char *collie_fd_advice(int err, char *buf, size_t len) {
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
     snprintf(limit, sizeof(limit), "at most %llu", (unsigned long long)rl.rlim_cur);
   snprintf(buf, len,
-           "this process may have %s files open (ulimit -n), and a rank keeps a socket per rank for control "
-           "and COLLIE_TCP_NSOCKS per peer over TCP: raise the limit (ulimit -n 65536, systemd LimitNOFILE, "
-           "docker run --ulimit nofile=65536) or lower COLLIE_TCP_NSOCKS",
+           "this process may have %s files open (ulimit -n), and every communicator keeps sockets: rank 0 one "
+           "per rank for control, every rank COLLIE_TCP_NSOCKS per peer over TCP: raise the limit (ulimit -n "
+           "65536, systemd LimitNOFILE, docker run --ulimit nofile=65536), destroy communicators no longer "
+           "needed or lower COLLIE_TCP_NSOCKS",
            limit);
   return buf;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "algo/algo.h"
+#include "bootstrap/socket.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -54,6 +55,7 @@ typedef struct {
   uint64_t acks_wanted; /* single-copy messages sent so far (the head one waits for its ack) */
   char *cma_bounce;     /* receive-reduce by CMA: the piece read, allocated on first use */
   collie_store_choice_t slot_stores; /* how copies into my ring's slots store (core/store_choice.h) */
+  uint64_t *taken; /* lazy rings: per slot, the bytes this process mapped, out's slots then in's */
 } shm_peer_t;
 
 static size_t ring_bytes(uint64_t nslots, uint64_t slot_size) {
@@ -74,12 +76,15 @@ static slot_hdr_t *slot_at(char *slots, uint64_t i, uint64_t nslots, uint64_t sl
 
 /* Maps the pages under [p, p+len) now, writable, instead of at first use: a fault on a
  * shared page costs several microseconds, and each of the first operations would pay one
- * per slot (8 small allreduces took 7-15 us each instead of 1 us). Older kernels refuse
- * the advice and fault lazily, as before; false then. */
-static bool prefault(void *p, size_t len) {
+ * per slot (8 small allreduces took 7-15 us each instead of 1 us). On tmpfs it also gives
+ * the pages their memory, and where /dev/shm is full it fails (EFAULT) where a write would
+ * have killed the process with SIGBUS. 0, or an errno value: EINVAL where the kernel
+ * (before 5.14) does not know the advice. */
+static int populate(void *p, size_t len) {
   uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, b = ((uintptr_t)p + len + 4095) & ~(uintptr_t)4095;
-  return madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
+  return madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
 }
+static bool prefault(void *p, size_t len) { return populate(p, len) == 0; }
 
 /* Also writes a word into each page, distinct from page to page. On the VMs measured a
  * page's first write cost tens of microseconds even after the advice above had mapped it
@@ -92,28 +97,58 @@ static void prewrite(char *p, size_t len) {
   for (size_t o = 0; o < len; o += 4096) *(volatile uint64_t *)(p + o) = (uint64_t)(uintptr_t)(p + o) | 1;
 }
 
-/* Rings and staging buffers are mapped whole at creation while a rank's segment holds at
- * most this much (st->prewrite): beyond it, with many ranks on a host, pairs that never
- * exchange large messages would hold memory they never use. */
+/* Staging buffers are mapped whole at creation while the part of a rank's segment that
+ * creation prepares holds at most this much (st->prewrite): beyond it only the pages small
+ * calls use are, and the rest when they are first used. */
 #define PREWRITE_MAX_BYTES (16u << 20)
 
 /* [p, p+len) as this process will use it: written through this process's mapping
- * (prewrite; every process mapping a ring or a staging buffer does so: with only the
- * writer's writes, each slot's first use still cost 25 to 35 us); past PREWRITE_MAX_BYTES
- * only its first `small` bytes are mapped, those small messages use. */
+ * (prewrite; every process mapping a staging buffer does so: with only the writer's
+ * writes, each slot's first use still cost 25 to 35 us); past PREWRITE_MAX_BYTES only its
+ * first `small` bytes are mapped, those small calls use. */
 static void prepare(const collie_shm_state_t *st, char *p, size_t len, size_t small) {
   if (st->prewrite) prewrite(p, len);
   else prefault(p, small);
 }
 
-/* One ring: its counters, and every slot's header and payload. */
-static void prefault_ring(const collie_shm_state_t *st, char *ring) {
-  prefault(ring, sizeof(ring_ctl_t));
-  char *slots = ring + sizeof(ring_ctl_t);
-  for (uint64_t i = 0; i < st->nslots; i++)
-    prepare(st, (char *)slot_at(slots, i, st->nslots, st->slot_size), sizeof(slot_hdr_t) + st->slot_size,
-            sizeof(slot_hdr_t) + 4096);
+/* Rings get their memory when a pair first uses them (lazy_rings), not at creation: a
+ * ring is 1 MiB with the defaults and a host of n ranks has n (n - 1) of them, while most
+ * communicators move their data through the collective area and use few rings or none.
+ * Prepared at creation, an 8-rank communicator took 62 MiB of /dev/shm and 33 ms to create
+ * on 2 cores, so that Docker's default /dev/shm of 64 MiB held one such communicator and
+ * no second. The sender maps (populate) the bytes of each slot it is about to write beyond
+ * what it wrote there before, which on a full /dev/shm fails with a sentence instead of a
+ * SIGBUS; the receiver maps what it is about to read. Only each ring's counters are
+ * prepared at creation. Where the kernel lacks the advice, creation reserves whole rings
+ * as before. */
+static size_t ring_off(const collie_shm_state_t *st, int idx) {
+  return sizeof(collie_shm_seg_hdr_t) + (size_t)idx * ring_bytes(st->nslots, st->slot_size);
 }
+
+/* About the bytes of a segment that creation reserves: all of it but the ring at the
+ * rank's own index, which no one uses; with lazy rings its header, the other rings'
+ * counters and the collective area (a page each, as tmpfs gives them). */
+static size_t eager_bytes(const collie_shm_state_t *st, int nlocal) {
+  if (!st->lazy_rings) return st->seg_bytes - ring_bytes(st->nslots, st->slot_size);
+  return (size_t)nlocal * 4096 + (st->area_off ? st->seg_bytes - st->area_off : 0);
+}
+
+/* Whether this kernel knows MADV_POPULATE_WRITE (Linux 5.14), which lazy rings need:
+ * asked once per process, on a private page. */
+static bool populate_known(void) {
+  static _Atomic int known = -1;
+  int k = atomic_load(&known);
+  if (k < 0) {
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    k = p != MAP_FAILED && populate(p, 4096) != EINVAL;
+    if (p != MAP_FAILED) munmap(p, 4096);
+    atomic_store(&known, k);
+  }
+  return k;
+}
+
+/* One ring's counters (its slots are prepared as they are used: lazy_rings). */
+static void prefault_ring(char *ring) { prefault(ring, sizeof(ring_ctl_t)); }
 
 /* The collective area's counters and both staging buffers. */
 static void prefault_area(const collie_shm_state_t *st, void *seg) {
@@ -144,43 +179,60 @@ static bool shm_space(int fd, double *free_mib, double *total_mib) {
   return true;
 }
 
+static const char shm_remedy[] =
+    "enlarge /dev/shm (docker run --shm-size=1g or --ipc=host; Kubernetes: an emptyDir volume with medium "
+    "Memory on /dev/shm; elsewhere mount -o remount,size=... /dev/shm), lower COLLIE_SHM_NSLOTS, "
+    "COLLIE_SHM_SLOT_SIZE or COLLIE_SHM_COLL_SIZE, or set COLLIE_TRANSPORT=tcp";
+
+/* posix_fallocate of the part of the segment creation prepares (eager_bytes); 0 or an
+ * errno value. */
+static int reserve_eager(const collie_comm_t *comm, const collie_shm_state_t *st, int fd) {
+  const size_t own_off = ring_off(st, comm->local_rank), own_len = ring_bytes(st->nslots, st->slot_size);
+  if (!st->lazy_rings) {
+    int e = reserve_range(fd, 0, own_off);
+    return e ? e : reserve_range(fd, own_off + own_len, st->seg_bytes - own_off - own_len);
+  }
+  int e = reserve_range(fd, 0, sizeof(collie_shm_seg_hdr_t));
+  for (int li = 0; !e && li < comm->nlocal; li++)
+    if (li != comm->local_rank) e = reserve_range(fd, ring_off(st, li), sizeof(ring_ctl_t));
+  if (!e && st->area_off) e = reserve_range(fd, st->area_off, st->seg_bytes - st->area_off);
+  return e;
+}
+
 /* tmpfs gives a segment its pages when they are first written, and when /dev/shm is full
  * (a container's default is 64 MiB) that write kills the process with SIGBUS, during
- * creation or in the middle of a job. A segment that creation writes whole (st->prewrite)
- * reserves those pages first, so that a full /dev/shm becomes a sentence: everything but
- * the ring at the rank's own index, which no one uses. A larger segment is written only
- * where pairs exchange (its rings grow with the square of the local ranks, and reserving
- * them would cost that much memory up front), so it is only compared with the free
- * space, and a shortfall is a warning. */
+ * creation or in the middle of a job. What creation prepares (eager_bytes) is reserved
+ * first while it is written whole (st->prewrite), so that a full /dev/shm becomes a
+ * sentence; rings taken on use fail with one then (ring_take). A larger part is written
+ * only where it is used (staging buffers of many MiB), so it is only compared with the
+ * free space, and a shortfall is a warning. */
 static collie_result_t reserve_segment(collie_comm_t *comm, const collie_shm_state_t *st, int fd) {
-  size_t own_len = ring_bytes(st->nslots, st->slot_size);
-  size_t own_off = sizeof(collie_shm_seg_hdr_t) + (size_t)comm->local_rank * own_len;
-  size_t need = st->seg_bytes - own_len;
+  size_t need = eager_bytes(st, comm->nlocal);
   double free_mib, total_mib;
   unsigned long long host_need = (unsigned long long)need * (unsigned long long)comm->nlocal;
-  static const char remedy[] =
-      "enlarge /dev/shm (docker run --shm-size=1g or --ipc=host; Kubernetes: an emptyDir volume with medium "
-      "Memory on /dev/shm; elsewhere mount -o remount,size=... /dev/shm), lower COLLIE_SHM_NSLOTS, "
-      "COLLIE_SHM_SLOT_SIZE or COLLIE_SHM_COLL_SIZE, or set COLLIE_TRANSPORT=tcp";
   if (!st->prewrite) {
     if (shm_space(fd, &free_mib, &total_mib) && free_mib < mib(need))
       COLLIE_WARN(COLLIE_SUB_TRANSPORT, comm->rank,
                   "/dev/shm has %.1f MiB free of %.1f MiB, less than this rank's shared memory segment may use "
                   "(%.1f MiB; %.1f MiB for the %d ranks of this host): a rank whose pages run out there is "
                   "killed by SIGBUS. To avoid that, %s",
-                  free_mib, total_mib, mib(need), mib(host_need), comm->nlocal, remedy);
+                  free_mib, total_mib, mib(need), mib(host_need), comm->nlocal, shm_remedy);
     return COLLIE_SUCCESS;
   }
-  int e = reserve_range(fd, 0, own_off);
-  if (e == 0) e = reserve_range(fd, own_off + own_len, st->seg_bytes - own_off - own_len);
+  int e = reserve_eager(comm, st, fd);
   if (e == 0) return COLLIE_SUCCESS;
   char where[96] = ""; /* the free space the other ranks' reservations left */
   if (shm_space(fd, &free_mib, &total_mib))
     snprintf(where, sizeof(where), " (/dev/shm: %.1f MiB free of %.1f MiB)", free_mib, total_mib);
+  char rings[96] = ""; /* taken later, as pairs exchange messages */
+  if (st->lazy_rings)
+    snprintf(rings, sizeof(rings), ", and up to %.1f MiB more for each pair of them that exchanges messages",
+             mib(ring_bytes(st->nslots, st->slot_size)));
   return collie_error(comm, COLLIE_ERR_SYSTEM,
                       "rank %d could not reserve %.1f MiB of shared memory for its segment %s: %s%s; the %d ranks "
-                      "of this host need about %.1f MiB there: %s",
-                      comm->rank, mib(need), st->name, strerror(e), where, comm->nlocal, mib(host_need), remedy);
+                      "of this host need about %.1f MiB there%s: %s",
+                      comm->rank, mib(need), st->name, strerror(e), where, comm->nlocal, mib(host_need), rings,
+                      shm_remedy);
 }
 
 static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len) {
@@ -198,7 +250,8 @@ static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len)
  * 1 MiB 5.6 / 6.9, 64 MiB 3.2 / 3.6; all-to-all 5.6 / 7.5 and 3.1 / 3.6; reduce-scatter
  * 3.8 / 5.2 and 3.2 / 3.8; 8 ranks, all-reduce 2.2 / 2.9 and 1.5 / 2.2; 2M and 4M no
  * better). Only while the host's segments stay within 48 MiB, below Docker's default
- * /dev/shm of 64 MiB (8 ranks would need 72; 256 KiB otherwise). The online CPU count,
+ * /dev/shm of 64 MiB, with every ring counted whole as if every pair used its own (8 ranks
+ * would need 72; 256 KiB otherwise). The online CPU count,
  * not this process's affinity, so that every rank of the host sizes its segment alike. */
 enum { AREA_LARGE = 1 << 20, AREA_HOST_BUDGET = 48 << 20 };
 
@@ -261,14 +314,17 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
     if (!st->inl_bytes)
       return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
   }
-  st->prewrite = st->seg_bytes <= PREWRITE_MAX_BYTES;
+  st->lazy_rings = populate_known();
+  st->prewrite = eager_bytes(st, comm->nlocal) <= PREWRITE_MAX_BYTES;
   seg_name(comm, comm->rank, st->name, sizeof(st->name));
   int fd = shm_open(st->name, O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0)
-    return collie_error(comm, COLLIE_ERR_SYSTEM,
-                        "rank %d could not create shared memory segment %s: %s; check that /dev/shm is "
-                        "mounted and writable, or set COLLIE_TRANSPORT=tcp",
-                        comm->rank, st->name, strerror(errno));
+  if (fd < 0) {
+    const int e = errno;
+    char advice[400] = "check that /dev/shm is mounted and writable, or set COLLIE_TRANSPORT=tcp";
+    if (e == EMFILE || e == ENFILE) collie_fd_advice(e, advice, sizeof(advice));
+    return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not create shared memory segment %s: %s; %s",
+                        comm->rank, st->name, strerror(e), advice);
+  }
   if (ftruncate(fd, (off_t)st->seg_bytes) != 0) {
     int e = errno;
     close(fd);
@@ -303,7 +359,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_probe_offer(comm);
   collie_shm_cma_offer(comm);
   for (int li = 0; li < comm->nlocal; li++)
-    if (li != comm->local_rank) prefault_ring(st, ring_at(p, li, st->nslots, st->slot_size));
+    if (li != comm->local_rank) prefault_ring(ring_at(p, li, st->nslots, st->slot_size));
   prefault_area(st, p);
   return COLLIE_SUCCESS;
 }
@@ -321,12 +377,14 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     if (r == comm->rank) continue;
     seg_name(comm, r, name, sizeof(name));
     int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0)
-      return collie_error(comm, COLLIE_ERR_SYSTEM,
-                          "rank %d could not open the shared memory segment %s of %s: %s; if the ranks "
-                          "run in different containers, set COLLIE_HOST_ID differently per container or "
-                          "COLLIE_TRANSPORT=tcp",
-                          comm->rank, name, collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(errno));
+    if (fd < 0) {
+      const int e = errno;
+      char advice[400] = "if the ranks run in different containers, set COLLIE_HOST_ID differently per container "
+                         "or COLLIE_TRANSPORT=tcp";
+      if (e == EMFILE || e == ENFILE) collie_fd_advice(e, advice, sizeof(advice));
+      return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not open the shared memory segment %s of %s: %s; %s",
+                          comm->rank, name, collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(e), advice);
+    }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || (size_t)sb.st_size != st->seg_bytes) {
       close(fd);
@@ -345,6 +403,10 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
                           collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(e), collie_memory_hint(e));
     st->segs[li] = p;
     shm_peer_t *sp = calloc(1, sizeof(*sp));
+    if (sp && !(sp->taken = calloc(2 * st->nslots, sizeof(*sp->taken)))) {
+      free(sp);
+      sp = NULL;
+    }
     if (!sp) return collie_init_no_memory(comm, comm->rank, "the state of a shared-memory peer");
     collie_store_init(&sp->slot_stores);
     char *out = ring_at(p, comm->local_rank, st->nslots, st->slot_size);
@@ -354,7 +416,7 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     sp->in_ctl = (ring_ctl_t *)in;
     sp->in_slots = in + sizeof(ring_ctl_t);
     sp->peer_hdr = p;
-    prefault_ring(st, out);
+    prefault_ring(out);
     prefault_area(st, p);
     comm->peers[r].tp = &collie_transport_shm;
     comm->peers[r].tp_state = sp;
@@ -444,6 +506,46 @@ static bool send_location(collie_comm_t *comm, shm_peer_t *sp, collie_xfer_t *x,
   return true;
 }
 
+/* Fails the communicator: the pages of the ring that carries x to the peer could not be
+ * had (errno e of the mapping, EFAULT where /dev/shm is full). Returns -1. */
+static int ring_full(collie_comm_t *comm, const collie_peer_t *peer, const collie_xfer_t *x, int e) {
+  const collie_shm_state_t *st = comm->shm;
+  char pd[160], what[96], where[96] = "";
+  if (x->hdr.seq) /* a collective's number; point to point has none */
+    snprintf(what, sizeof(what), "%s #%llu", collie_coll_name((collie_coll_t)x->hdr.coll), (unsigned long long)x->hdr.seq);
+  else
+    snprintf(what, sizeof(what), "a %s", collie_coll_name((collie_coll_t)x->hdr.coll));
+  struct statvfs v;
+  if (statvfs("/dev/shm", &v) == 0)
+    snprintf(where, sizeof(where), " (/dev/shm: %.1f MiB free of %.1f MiB)",
+             mib((unsigned long long)v.f_bavail * v.f_frsize), mib((unsigned long long)v.f_blocks * v.f_frsize));
+  collie_comm_fail(comm, COLLIE_ERR_SYSTEM, false,
+                   "rank %d could not get the shared memory to send %llu bytes of %s to %s: %s%s; each pair of "
+                   "ranks of this host that exchanges messages takes up to %.1f MiB there as it does (a ring of "
+                   "COLLIE_SHM_NSLOTS x COLLIE_SHM_SLOT_SIZE): %s",
+                   comm->rank, (unsigned long long)x->nbytes, what,
+                   collie_peer_desc(comm, peer->rank, pd, sizeof(pd)),
+                   e == EFAULT ? "there is no space left on /dev/shm" : strerror(e), where,
+                   mib(ring_bytes(st->nslots, st->slot_size)), shm_remedy);
+  return -1;
+}
+
+/* Maps the first `bytes` of slot `i` of the ring to the peer (x: the message about to be
+ * written there) or from it (x NULL) before this rank writes or reads them, where it has
+ * not yet (lazy_rings, above). 0, or -1 after failing the communicator where the sender's
+ * pages could not be had. A receiver's mapping only saves faults (the sender's took the
+ * pages), so it cannot fail. */
+static int ring_take(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp, const collie_xfer_t *x, uint64_t i,
+                     slot_hdr_t *slot, size_t bytes) {
+  collie_shm_state_t *st = comm->shm;
+  uint64_t *taken = &sp->taken[(x ? 0 : st->nslots) + i % st->nslots];
+  if (!st->lazy_rings || bytes <= *taken) return 0;
+  int e = populate((char *)slot + *taken, bytes - *taken);
+  if (e && x) return ring_full(comm, peer, x, e);
+  *taken = bytes;
+  return 0;
+}
+
 static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
   collie_shm_state_t *st = comm->shm;
   int moved = 0;
@@ -461,6 +563,11 @@ static int shm_send(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
         if (sp->out_head - sp->out_tail_seen >= st->nslots) return moved;
       }
       slot_hdr_t *slot = slot_at(sp->out_slots, sp->out_head, st->nslots, st->slot_size);
+      const uint64_t left = x->nbytes - x->done;
+      size_t carry = sizeof(*slot) + (size_t)(left < st->slot_size ? left : st->slot_size);
+      if (!x->hdr_done && carry < sizeof(*slot) + sizeof(collie_shm_bufloc_t))
+        carry = sizeof(*slot) + sizeof(collie_shm_bufloc_t); /* a location instead of the bytes */
+      if (ring_take(comm, peer, sp, x, sp->out_head, slot, carry) < 0) return -1;
       if (!x->hdr_done && send_location(comm, sp, x, slot)) {
         atomic_store_explicit(&sp->out_ctl->head, ++sp->out_head, memory_order_release);
         moved = 1;
@@ -519,6 +626,7 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
       if (slot->hdr.flags & FLAG_SINGLE_COPY) {
         /* Straight from the sender's buffer (copied or reduced in place), then released. */
         collie_shm_bufloc_t loc;
+        ring_take(comm, peer, sp, NULL, sp->in_tail, slot, sizeof(*slot) + sizeof(loc));
         memcpy(&loc, slot + 1, sizeof(loc));
         if (loc.kind == COLLIE_BUFLOC_CMA && loc.len == x->nbytes) {
           if (read_by_cma(comm, peer, sp, x, &loc) < 0) return -1;
@@ -551,6 +659,7 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
                        comm->rank, (unsigned long long)n, collie_peer_desc(comm, peer->rank, pd, sizeof(pd)));
       return -1;
     }
+    ring_take(comm, peer, sp, NULL, sp->in_tail, slot, sizeof(*slot) + n);
     collie_xfer_deliver(x, x->done, slot + 1, n, true);
     x->done += n;
     atomic_store_explicit(&sp->in_ctl->tail, ++sp->in_tail, memory_order_release);
@@ -563,6 +672,7 @@ static int shm_recv(collie_comm_t *comm, collie_peer_t *peer, shm_peer_t *sp) {
 static int shm_progress(collie_comm_t *comm, collie_peer_t *peer) {
   shm_peer_t *sp = peer->tp_state;
   int s = shm_send(comm, peer, sp);
+  if (s < 0) return -1;
   int r = shm_recv(comm, peer, sp);
   if (r < 0) return -1;
   if (s || r) notify(sp->peer_hdr);
@@ -572,7 +682,10 @@ static int shm_progress(collie_comm_t *comm, collie_peer_t *peer) {
 static void shm_close(collie_comm_t *comm, collie_peer_t *peer) {
   (void)comm;
   shm_peer_t *sp = peer->tp_state;
-  if (sp) free(sp->cma_bounce);
+  if (sp) {
+    free(sp->cma_bounce);
+    free(sp->taken);
+  }
   free(peer->tp_state);
   peer->tp_state = NULL;
 }

@@ -165,7 +165,8 @@ typedef struct collie_shm_state {
   bool cma_ok;      /* every local rank can read every other with process_vm_readv */
   bool cma_msgs;    /* and messages (and the all-to-all) from 64 KiB do: unless measured slower */
   bool cma_measure; /* after settling: cma_ok, with cma_msgs left to collie_shm_cma_measure */
-  bool prewrite;    /* rings and staging buffers are mapped (and written) whole at creation */
+  bool lazy_rings;  /* rings get their memory as pairs use them, not at creation (shm.c) */
+  bool prewrite;    /* staging buffers are mapped (and written) whole at creation */
   bool wake_pending; /* a collective published progress; peers asleep are not woken yet (shm_rounds.h) */
   char *inl_bytes;   /* per rank, COLLIE_SHM_INLINE_BYTES: an inline round's bytes in one piece */
   collie_store_choice_t fill_stores; /* how the collectives' staging copies store (core/store_choice.h) */

@@ -147,13 +147,16 @@ set_tests_properties(fault_kill_root_broadcast_shm fault_kill_receiver_broadcast
 add_test(NAME fault_single_copy_other_pid_namespace COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pidns_test.sh $<TARGET_FILE:coll_check>)
 set_tests_properties(fault_single_copy_other_pid_namespace PROPERTIES TIMEOUT 150 LABELS fault)
 # A /dev/shm too small for the segments (a private tmpfs in a mount namespace): a sentence
-# with the remedies on every rank, not a SIGBUS; tcp and a large enough /dev/shm work.
-add_test(NAME fault_shm_full COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/shm_full_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>)
+# with the remedies on every rank, not a SIGBUS, at creation or at the send that needs more
+# of a ring; tcp and a large enough /dev/shm work.
+add_test(NAME fault_shm_full COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/shm_full_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:coll_check>
+         $<TARGET_FILE:comm_many>)
 set_tests_properties(fault_shm_full PROPERTIES TIMEOUT 240 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # Too few open files allowed (ulimit -n) for 8 ranks over TCP: the rank that runs out names
 # the limit and how to raise it, instead of spinning on a pending connection until the
 # connect timeout.
-add_test(NAME fault_fd_limit COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fd_limit_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:all_reduce_perf>)
+add_test(NAME fault_fd_limit COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fd_limit_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:all_reduce_perf>
+         $<TARGET_FILE:comm_many>)
 set_tests_properties(fault_fd_limit PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # The victim has forked a child that lives on with copies of its sockets (a data-loader
 # worker): its death must still be seen at once, not after COLLIE_EXEC_TIMEOUT.

@@ -2,11 +2,14 @@
 # Too low a limit of open files (ulimit -n) for 8 ranks over TCP: the rank that runs out must
 # say so, with the limit and how to raise it, instead of spinning on a pending connection
 # until the connect timeout and blaming the peers; every other rank must give that sentence
-# too, at once, not after COLLIE_CONNECT_TIMEOUT. Then a limit large enough must work.
-#   fd_limit_test.sh COLLIE_RUN ALL_REDUCE_PERF
+# too, at once, not after COLLIE_CONNECT_TIMEOUT. Then a limit large enough must work. Last,
+# 8 ranks over shared memory that create communicator after communicator until rank 0 has
+# no descriptor left must all say so, with the limit, instead of pointing at containers.
+#   fd_limit_test.sh COLLIE_RUN ALL_REDUCE_PERF COMM_MANY
 set -u
 run=$1
 perf=$2
+many=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -36,4 +39,23 @@ for limit in 12 16 20 24; do
 done
 (ulimit -n 64 && exec "$run" --timeout 60 -n 8 "$perf" -b 8 -e 8 -n 2 -w 1) >"$dir/out" 2>&1 ||
   { cat "$dir/out"; fail "8 ranks over TCP failed with ulimit -n 64"; }
+
+# Over shared memory a communicator keeps few descriptors, but rank 0 keeps one per rank:
+# 64 run out within 20 communicators of 8 ranks, in rank 0's accept or in a shm_open. The
+# rank that runs out names the limit (not containers, as a failed shm_open did), and every
+# rank fails. As at a first creation (12 above), ranks that rank 0 had not accepted yet only
+# see it go, or retry a refused connection until the connect timeout (5 s here).
+(ulimit -n 64 && COLLIE_TRANSPORT=auto COLLIE_CONNECT_TIMEOUT=5 exec timeout 60 "$run" --timeout 50 -n 8 "$many" 20 0) \
+  >"$dir/out" 2>&1
+rc=$?
+echo "== shared memory, 20 communicators, ulimit -n 64: exit $rc"
+grep -v '^ \|^#' "$dir/out" | sort | uniq -c | head -20
+[ "$rc" != 0 ] || fail "20 communicators of 8 ranks fitted in 64 files; the test needs a limit they exceed"
+[ "$rc" != 124 ] || fail "the job hung with ulimit -n 64"
+grep -q "Too many open files; this process may have at most 64 files open (ulimit -n).*destroy communicators" \
+  "$dir/out" || fail "no rank named the limit of 64 open files"
+grep -q "Too many open files; if the ranks run in different containers" "$dir/out" &&
+  fail "a rank blamed containers for the limit of open files"
+failed=$(grep -c "^comm_many: rank [0-7]: split of communicator" "$dir/out")
+[ "$failed" = 8 ] || fail "$failed of 8 ranks reported the failed split"
 echo "PASS: every limit too low was named on every rank at once, with how to raise it; 64 files were enough"

@@ -89,3 +89,12 @@ set_tests_properties(torchrun_env PROPERTIES TIMEOUT 120 ENVIRONMENT "${COLLIE_T
 add_test(NAME bound_ranks COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/bound_ranks_test.sh $<TARGET_FILE:collie-run>
                                   $<TARGET_FILE:all_reduce_perf>)
 set_tests_properties(bound_ranks PROPERTIES TIMEOUT 120 ENVIRONMENT "${COLLIE_TEST_ENV}")
+
+# Many communicators at once, and what each costs in /dev/shm (shm_footprint_test.sh).
+add_executable(comm_many ${CMAKE_CURRENT_LIST_DIR}/comm_many.c)
+target_link_libraries(comm_many PRIVATE collie_static)
+add_test(NAME comm_many_8 COMMAND ${RUN} -n 8 --timeout 150 $<TARGET_FILE:comm_many> 24 65536)
+add_test(NAME comm_many_tcp_4 COMMAND ${RUN} -n 4 --timeout 150 $<TARGET_FILE:comm_many> 8 300000)
+add_test(NAME shm_footprint_8 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/shm_footprint_test.sh ${RUN} $<TARGET_FILE:comm_many>)
+set_tests_properties(comm_many_8 comm_many_tcp_4 shm_footprint_8 PROPERTIES TIMEOUT 240 ENVIRONMENT "${COLLIE_TEST_ENV}")
+set_tests_properties(comm_many_tcp_4 PROPERTIES ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
