@@ -94,7 +94,9 @@ static bool prefault(void *p, size_t len) { return populate(p, len) == 0; }
  * the process (SIGBUS). */
 static int prewrite(char *p, size_t len) {
   int e = populate(p, len);
-  for (size_t o = 0; !e && o < len; o += 4096) *(volatile uint64_t *)(p + o) = (uint64_t)(uintptr_t)(p + o) | 1;
+  const uintptr_t end = (uintptr_t)p + len; /* aligned words within [p, end): the first, then each page's */
+  for (uintptr_t a = ((uintptr_t)p + 7) & ~(uintptr_t)7; !e && a + 8 <= end; a = (a + 4096) & ~(uintptr_t)4095)
+    *(volatile uint64_t *)a = (uint64_t)a | 1;
   return e;
 }
 
