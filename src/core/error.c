@@ -63,7 +63,9 @@ collie_result_t collie_get_version(int *version) {
 }
 
 const char *collie_thread_advice(int rc) {
-  return rc == EAGAIN ? "raise the limit of processes and threads (ulimit -u), or " COLLIE_MEMORY_ADVICE
+  return rc == EAGAIN ? "raise the limit of processes and threads (ulimit -u; in a container its pids limit: docker "
+                        "run --pids-limit, Kubernetes podPidsLimit; every communicator runs a thread on every rank, "
+                        "so destroy those no longer needed), or " COLLIE_MEMORY_ADVICE
                       : "check the system's limits";
 }
 

@@ -158,6 +158,11 @@ set_tests_properties(fault_shm_full PROPERTIES TIMEOUT 240 LABELS fault ENVIRONM
 add_test(NAME fault_fd_limit COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/fd_limit_test.sh $<TARGET_FILE:collie-run> $<TARGET_FILE:all_reduce_perf>
          $<TARGET_FILE:comm_many>)
 set_tests_properties(fault_fd_limit PROPERTIES TIMEOUT 120 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Too low a limit of processes and threads (a cgroup's pids.max): the rank whose thread
+# cannot start names the limit; every rank fails the split.
+add_test(NAME fault_pids_limit COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/pids_limit_test.sh $<TARGET_FILE:collie-run>
+         $<TARGET_FILE:comm_many>)
+set_tests_properties(fault_pids_limit PROPERTIES TIMEOUT 150 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
 # The victim has forked a child that lives on with copies of its sockets (a data-loader
 # worker): its death must still be seen at once, not after COLLIE_EXEC_TIMEOUT.
 foreach(tr shm tcp)
