@@ -89,6 +89,12 @@ perf_test(bad_value ${PERF_CHECK} --expect-usage -- $<TARGET_FILE:broadcast_perf
 perf_test(planted_error ${PERF_CHECK} --expect-wrong -- $<TARGET_FILE:all_reduce_perf> -p 2 -b 8 -e 1K -f 32)
 set_tests_properties(perf_planted_error PROPERTIES ENVIRONMENT "${PERF_ENV};COLLIE_PERF_PLANT_ERROR=1")
 
+# Two host identities on this machine (COLLIE_HOST_ID, the library's own override): the
+# header counts the hosts the library sees, and the transport across them (it counted host
+# names: "hosts 1 ... transport shm" while half the ranks talked over TCP).
+perf_test(header_hosts bash -c "out=$($<TARGET_FILE:collie-run> -n 4 sh -c 'COLLIE_HOST_ID=h$((COLLIE_RANK/2)) \
+exec $<TARGET_FILE:all_reduce_perf> -b 1K -e 1K') && echo \"$out\" && echo \"$out\" | grep -q 'nranks 4 hosts 2 .*transport shm+tcp'")
+
 # The scripts: perf-report on real results, quick-verify on 2 ranks, pre-test-check
 # through collie-run (this host only).
 perf_test(report bash ${CMAKE_CURRENT_LIST_DIR}/report_test.sh ${CMAKE_BINARY_DIR}/bin

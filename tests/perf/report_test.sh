@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/perf-report on real results: a text log and a -J file from two runs go in; a
-# markdown table with both runs and a PNG plot must come out.
+# markdown table with both runs and a PNG plot must come out; labels given before each
+# file name the columns.
 # usage: report_test.sh BIN_DIR PERF_REPORT PYTHON
 set -euo pipefail
 bin=${1:?usage: report_test.sh BIN_DIR PERF_REPORT PYTHON} report=${2:?} python=${3:?}
@@ -24,4 +25,8 @@ if [ "${plot[0]}" = -o ]; then
   [ -s "$tmp/plot.png" ] || fail "no plot written"
   head -c 8 "$tmp/plot.png" | od -An -c | grep -q 'P   N   G' || fail "the plot is not a PNG"
 fi
+# A label before each file, as docs/perf.md shows it (argparse refused a file after -l).
+"$python" "$report" --no-plot -l "first run" "$tmp/ring.txt" -l "second run" "$tmp/tree.json" >"$tmp/md" ||
+  fail "perf-report refused a label before each file"
+grep -q '^| size | first run | second run |' "$tmp/md" || fail "the labels are not the columns, in order"
 echo "ok: perf-report"

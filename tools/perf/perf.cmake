@@ -10,7 +10,7 @@ add_library(collie_perf_frame OBJECT
   ${COLLIE_PERF_DIR}/perf_output.c
   ${COLLIE_PERF_DIR}/perf_json.c
   ${COLLIE_PERF_DIR}/perf_main.c)
-target_link_libraries(collie_perf_frame PUBLIC collie_static)
+target_link_libraries(collie_perf_frame PUBLIC collie_static PRIVATE collie_internal) # hostid.h
 
 set(COLLIE_PERF_BINARIES
   all_reduce_perf all_gather_perf all_gatherv_perf broadcast_perf reduce_perf

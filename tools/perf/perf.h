@@ -133,7 +133,7 @@ typedef struct {
   char prog[64], version[32];
   const char *transport, *algo;
   int nranks, hosts;
-  struct perf_rank_info { int32_t pid; char host[60]; } *ranks;
+  struct perf_rank_info { int32_t pid; char host[60]; char host_id[128]; } *ranks; /* host_id: the library's */
 } perf_info_t;
 
 /* perf_output.c: what rank 0 prints, in the layout of o->format. */

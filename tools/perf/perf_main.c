@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bootstrap/hostid.h"
 #include "perf.h"
 
 /* Flags that are library settings become environment variables before the first collie
@@ -19,11 +20,14 @@ static void apply_env(const perf_opts_t *o) {
   if (o->algo) setenv("COLLIE_ALGO", o->algo, 1);
 }
 
-/* Host name and pid of every rank: for the header, and to count hosts. */
+/* Host name and pid of every rank, for the header, and the host identity the library
+ * uses to count hosts (COLLIE_HOST_ID if set, else host name, boot id and /dev/shm): ranks
+ * of one host name in different containers or COLLIE_HOST_ID groups talk over TCP. */
 static void gather_info(collie_comm_t *comm, int rank, perf_info_t *in) {
   struct perf_rank_info me = {0};
   me.pid = (int32_t)getpid();
   if (gethostname(me.host, sizeof me.host - 1)) snprintf(me.host, sizeof me.host, "unknown");
+  collie_host_id(me.host_id, sizeof me.host_id);
   in->ranks = calloc((size_t)in->nranks, sizeof *in->ranks);
   if (!in->ranks) perf_die(comm, rank, "allocating the rank table", COLLIE_ERR_SYSTEM);
   collie_result_t res = collie_allgather(&me, in->ranks, sizeof me, COLLIE_UINT8, comm);
@@ -31,7 +35,7 @@ static void gather_info(collie_comm_t *comm, int rank, perf_info_t *in) {
   in->hosts = 0;
   for (int r = 0; r < in->nranks; r++) {
     int seen = 0;
-    for (int q = 0; q < r && !seen; q++) seen = !strcmp(in->ranks[q].host, in->ranks[r].host);
+    for (int q = 0; q < r && !seen; q++) seen = !strcmp(in->ranks[q].host_id, in->ranks[r].host_id);
     in->hosts += !seen;
   }
   int v = 0;
@@ -39,7 +43,7 @@ static void gather_info(collie_comm_t *comm, int rank, perf_info_t *in) {
   snprintf(in->version, sizeof in->version, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
   /* What the library will use: shared memory within one host unless told otherwise. */
   const char *t = getenv("COLLIE_TRANSPORT");
-  in->transport = t && *t ? t : in->hosts > 1 ? "shm+tcp" : "shm";
+  in->transport = t && *t && strcmp(t, "auto") ? t : in->hosts > 1 ? "shm+tcp" : "shm";
   const char *a = in->opts->algo ? in->opts->algo : getenv("COLLIE_ALGO");
   in->algo = a && *a ? a : "auto";
 }
