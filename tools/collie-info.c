@@ -81,7 +81,10 @@ static void print_markdown(void) {
       else printf(", at least %.*s", (int)(dash - d->valid), d->valid);
     }
     fputs(" | ", stdout);
-    if (d->def) {
+    const char *shown = collie_param_shown_default((collie_param_id_t)i);
+    if (shown != d->def) {
+      md_cell(shown);
+    } else if (d->def) {
       fputc('`', stdout);
       md_cell(d->def);
       fputc('`', stdout);

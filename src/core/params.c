@@ -84,9 +84,9 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                "buffer); 0: never. The size holds for 2 ranks on a host, which share its caches: "
                                "with n ranks it is 2/n of it, at least half (4 ranks and more).", NULL},
     [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",
-                               "1: at a process's first communicator, when the host's ranks fit on the CPUs it may "
-                               "use, each rank starts on the CPU of its local index (its affinity mask stays as it "
-                               "was); 0: leave placement to the scheduler.", "0-1"},
+                               "1: at a process's first communicator each rank starts on the CPU of its local "
+                               "index, modulo the CPUs it may use (its affinity mask stays as it was); 0: leave "
+                               "placement to the scheduler.", "0-1"},
     [COLLIE_P_PROGRESS_THREAD] = {"COLLIE_PROGRESS_THREAD", COLLIE_PT_INT, "0",
                                   "1: a background thread moves nonblocking operations while the application "
                                   "computes (a thread that waits moves them itself).", "0-1"},
@@ -125,9 +125,19 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "Number of ranks on this host (set by collie-run).", NULL},
     [COLLIE_P_REDUCE_ISA] = {"COLLIE_REDUCE_ISA", COLLIE_PT_STRING, "auto",
                              "Reduction kernels: auto (AVX2 where the CPU has it) or portable.", "auto,portable"},
-    [COLLIE_P_RUN_GRACE] = {"COLLIE_RUN_GRACE", COLLIE_PT_INT, "30",
-                            "collie-run: seconds the other ranks get to finish after one failed.", NULL},
+    [COLLIE_P_RUN_GRACE] = {"COLLIE_RUN_GRACE", COLLIE_PT_STRING, "30",
+                            "collie-run: seconds (decimals allowed, as --grace) the other ranks get to finish after "
+                            "one failed. Read by collie-run only: the ranks inherit it and leave it alone.", NULL},
 };
+
+/* Defaults that creation computes (the table's def is what the code falls back to). */
+static const char *const shown_defaults[COLLIE_NUM_PARAMS] = {
+    [COLLIE_P_SHM_COLL_SIZE] = "(computed)",
+};
+
+const char *collie_param_shown_default(collie_param_id_t id) {
+  return shown_defaults[id] ? shown_defaults[id] : collie_param_table[id].def;
+}
 
 typedef struct {
   int loaded;

@@ -60,6 +60,9 @@ typedef struct {
 } collie_param_desc_t;
 
 extern const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS];
+/* The docs' Default: def, or where unset means something else (a value computed at
+ * creation, def then only standing in for the code) what it is; NULL: no default. */
+const char *collie_param_shown_default(collie_param_id_t id);
 
 /* Values are read from the environment once (first use) and then cached. */
 int64_t collie_param_int(collie_param_id_t id);      /* INT and SIZE (K/M/G suffixes) */

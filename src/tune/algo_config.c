@@ -55,7 +55,16 @@ int collie_algo_spec_parse(const char *spec, collie_algo_rules_t *out, char *err
       *colon = 0;
       coll = coll_by_name(tok);
       if (coll < 0) {
-        snprintf(err, errlen, "COLLIE_ALGO names an unknown collective '%s'", tok);
+        char names[256]; /* the collectives that have algorithms to choose from */
+        size_t o = 0;
+        names[0] = 0;
+        for (int c = 0; c < COLLIE_NUM_COLLS && o < sizeof(names) - 32; c++)
+          for (const collie_algo_t *a = collie_algos; a->name; a++)
+            if ((int)a->coll == c) {
+              o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "", collie_coll_name(a->coll));
+              break;
+            }
+        snprintf(err, errlen, "COLLIE_ALGO names an unknown collective '%s'; valid names: %s", tok, names);
         return -1;
       }
       tok = colon + 1;

@@ -15,6 +15,10 @@ foreach(n 1 2 3 4 8)
   set_tests_properties(p2p_threads_${n} p2p_collie_run_shm_${n} PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV}")
   set_tests_properties(p2p_collie_run_tcp_${n} PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_TRANSPORT=tcp")
 endforeach()
+# COLLIE_RUN_GRACE in decimals, as collie-run takes it: the ranks inherit it, and creation
+# refused it as not an integer on every rank.
+add_test(NAME collie_run_grace_decimal COMMAND ${RUN} -n 2 --timeout 60 ${P2P})
+set_tests_properties(collie_run_grace_decimal PROPERTIES TIMEOUT 90 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_RUN_GRACE=1.5")
 add_test(NAME p2p_threads_tcp_4 COMMAND ${P2P} --threads 4)
 add_test(NAME p2p_progress_thread_4 COMMAND ${RUN} -n 4 --timeout 120 ${P2P})
 set_tests_properties(p2p_progress_thread_4 PROPERTIES TIMEOUT 150 ENVIRONMENT "${COLLIE_TEST_ENV};COLLIE_PROGRESS_THREAD=1")

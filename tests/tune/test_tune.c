@@ -348,6 +348,12 @@ static void test_choice(void) {
   }
   EXPECT(collie_algo_spec_parse("^ring,^tree,^mesh,^rd,^hd,^hier,^shm", &rules, err, sizeof err) == 0);
   EXPECT_STR(first(&ctx, &rules, COLLIE_COLL_ALLREDUCE, 8, NULL), "ring");
+  /* A wrong name lists the right ones: collectives too, which it once did not. */
+  EXPECT(collie_algo_spec_parse("allredcue:ring", &rules, err, sizeof err) < 0);
+  EXPECTF(strstr(err, "unknown collective 'allredcue'; valid names: allreduce, broadcast") &&
+              strstr(err, "alltoallv, scatter, gather, barrier"), "%s", err);
+  EXPECT(collie_algo_spec_parse("allreduce:rign", &rules, err, sizeof err) < 0);
+  EXPECTF(strstr(err, "unknown algorithm 'rign'; valid names: ring, tree") != NULL, "%s", err);
 
   /* Hosts: the hierarchical allreduce only where there are several of the same size, and
    * it wins for large vectors (a host's link carries 2 (h-1)/h n instead of 2 (p-1)/p n). */
