@@ -34,7 +34,7 @@ echo
 echo "Written by \`bench/wait_policy.sh\` on $(date -u '+%Y-%m-%d %H:%M') UTC; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg) at start."
 echo "\`all_reduce_perf -p N -b 8 -e 1M -w 20 -n 200\`, best of $rounds rounds per cell: 8 B latency (us),"
 echo "1 MiB busbw (GB/s), and the CPU seconds the last round's job used (user + system, all ranks)."
-echo "Without COLLIE_SPIN set, collie uses 2 us with a core per rank and 0 when ranks outnumber cores."
+echo "Without COLLIE_SPIN set, collie uses 20 us with a core per rank and 0 when ranks outnumber cores."
 for n in 2 4 8; do
   echo
   echo "## $n ranks"

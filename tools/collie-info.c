@@ -111,7 +111,8 @@ static int print_params(void) {
   for (int i = 0; i < COLLIE_NUM_PARAMS; i++) {
     int l = (int)strlen(collie_param_table[i].name);
     if (l > w) w = l;
-    const char *val = collie_param_str((collie_param_id_t)i);
+    const char *val = collie_param_str((collie_param_id_t)i), *shown = collie_param_shown_default((collie_param_id_t)i);
+    if (shown != collie_param_table[i].def && !collie_param_from_env((collie_param_id_t)i)) val = shown;
     l = val ? (int)strlen(val) : 0;
     if (l > vw && l <= 24) vw = l;
   }
@@ -120,11 +121,14 @@ static int print_params(void) {
     const collie_param_desc_t *d = &collie_param_table[i];
     const char *val = collie_param_str((collie_param_id_t)i);
     const char *src = collie_param_source((collie_param_id_t)i);
+    /* a default that creation computes: the table's def only stands in for the code */
+    const bool computed = !strcmp(src, "default") && collie_param_shown_default((collie_param_id_t)i) != d->def;
+    if (computed) val = collie_param_shown_default((collie_param_id_t)i);
     printf("  %-*s  %-6s  %-*s  %s", w, d->name, type_name(d->type), vw, val ? val : "-", src);
     if (param_malformed(i)) {
       printf("  <- MALFORMED: not a number");
       bad = 1;
-    } else if (val && d->type == COLLIE_PT_SIZE) {
+    } else if (val && d->type == COLLIE_PT_SIZE && !computed) {
       printf(" (%lld bytes)", (long long)collie_param_int((collie_param_id_t)i));
     }
     printf("\n");

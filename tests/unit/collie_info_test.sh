@@ -47,6 +47,7 @@ run 0 COLLIE_SHM_SLOT_SIZE=1M COLLIE_SOCKET_IFNAME=lo --
 has '^  COLLIE_SHM_SLOT_SIZE +size +1M +environment \(1048576 bytes\)$'
 has '^  COLLIE_EXEC_TIMEOUT +int +600 +default$'
 has '^  COLLIE_DEBUG_FILE +string +- +unset$'
+has '^  COLLIE_SHM_COLL_SIZE +size +\(computed\) +default$' # not the 256K the code falls back to
 has '^  COLLIE_SOCKET_IFNAME +string +lo +environment$'
 # every parameter of the markdown table appears in the report, and nothing else does
 listed=$(grep -c '^  COLLIE_[A-Z_]* ' "$tmp/out")
