@@ -106,24 +106,30 @@ static bool param_malformed(int i) {
   return d->type != COLLIE_PT_STRING && env && *env && collie_parse_size(env, &v) != 0;
 }
 
+/* Parameter i's value as the report shows it: what creation computes where it is left to
+ * compute it (*computed), else its text (NULL when unset without a default). */
+static const char *report_value(int i, bool *computed) {
+  const collie_param_id_t id = (collie_param_id_t)i;
+  *computed = !collie_param_from_env(id) && collie_param_shown_default(id) != collie_param_table[i].def;
+  return *computed ? collie_param_shown_default(id) : collie_param_str(id);
+}
+
 static int print_params(void) {
   int bad = 0, w = 0, vw = 7;
   for (int i = 0; i < COLLIE_NUM_PARAMS; i++) {
     int l = (int)strlen(collie_param_table[i].name);
     if (l > w) w = l;
-    const char *val = collie_param_str((collie_param_id_t)i), *shown = collie_param_shown_default((collie_param_id_t)i);
-    if (shown != collie_param_table[i].def && !collie_param_from_env((collie_param_id_t)i)) val = shown;
+    bool computed;
+    const char *val = report_value(i, &computed);
     l = val ? (int)strlen(val) : 0;
     if (l > vw && l <= 24) vw = l;
   }
   printf("Parameters:\n  %-*s  %-6s  %-*s  %s\n", w, "variable", "type", vw, "value", "source");
   for (int i = 0; i < COLLIE_NUM_PARAMS; i++) {
     const collie_param_desc_t *d = &collie_param_table[i];
-    const char *val = collie_param_str((collie_param_id_t)i);
+    bool computed;
+    const char *val = report_value(i, &computed);
     const char *src = collie_param_source((collie_param_id_t)i);
-    /* a default that creation computes: the table's def only stands in for the code */
-    const bool computed = !strcmp(src, "default") && collie_param_shown_default((collie_param_id_t)i) != d->def;
-    if (computed) val = collie_param_shown_default((collie_param_id_t)i);
     printf("  %-*s  %-6s  %-*s  %s", w, d->name, type_name(d->type), vw, val ? val : "-", src);
     if (param_malformed(i)) {
       printf("  <- MALFORMED: not a number");

@@ -238,6 +238,12 @@ static collie_result_t reserve_segment(collie_comm_t *comm, const collie_shm_sta
                       shm_remedy);
 }
 
+/* What to do after a shm_open failed with e: the limit of open files where the process ran
+ * out of descriptors, else `otherwise`. */
+static const char *shm_open_advice(int e, const char *otherwise, char *buf, size_t len) {
+  return e == EMFILE || e == ENFILE ? collie_fd_advice(e, buf, len) : otherwise;
+}
+
 static void seg_name(const collie_comm_t *comm, int rank, char *buf, size_t len) {
   snprintf(buf, len, "/collie-%016llx-%d", (unsigned long long)comm->comm_hash, rank);
 }
@@ -323,10 +329,11 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   int fd = shm_open(st->name, O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) {
     const int e = errno;
-    char advice[400] = "check that /dev/shm is mounted and writable, or set COLLIE_TRANSPORT=tcp";
-    if (e == EMFILE || e == ENFILE) collie_fd_advice(e, advice, sizeof(advice));
+    char advice[400];
     return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not create shared memory segment %s: %s; %s",
-                        comm->rank, st->name, strerror(e), advice);
+                        comm->rank, st->name, strerror(e),
+                        shm_open_advice(e, "check that /dev/shm is mounted and writable, or set COLLIE_TRANSPORT=tcp",
+                                        advice, sizeof(advice)));
   }
   if (ftruncate(fd, (off_t)st->seg_bytes) != 0) {
     int e = errno;
@@ -382,11 +389,12 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     int fd = shm_open(name, O_RDWR, 0);
     if (fd < 0) {
       const int e = errno;
-      char advice[400] = "if the ranks run in different containers, set COLLIE_HOST_ID differently per container "
-                         "or COLLIE_TRANSPORT=tcp";
-      if (e == EMFILE || e == ENFILE) collie_fd_advice(e, advice, sizeof(advice));
+      char advice[400];
       return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not open the shared memory segment %s of %s: %s; %s",
-                          comm->rank, name, collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(e), advice);
+                          comm->rank, name, collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(e),
+                          shm_open_advice(e, "if the ranks run in different containers, set COLLIE_HOST_ID "
+                                             "differently per container or COLLIE_TRANSPORT=tcp",
+                                          advice, sizeof(advice)));
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || (size_t)sb.st_size != st->seg_bytes) {
