@@ -35,7 +35,8 @@ add_coll_test(coll_shm_small_slots_4 300 "COLLIE_CHUNK_SIZE=1024;COLLIE_SHM_SLOT
               ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK})
 
 # COLLIE_PROTO forced: ll carries every call of up to 488 bytes per rank in the inline lines
-# (auto stops at 232 for all-gather, all-to-all, reduce-scatter and broadcast), simple stages
+# (auto too where every rank has a CPU; it stops at 232 for all-gather, all-to-all and reduce-scatter
+# where the ranks outnumber the CPUs), simple stages
 # every call, even the smallest (auto never does); 4 ranks on 2 cores also take the
 # crowded host's paths.
 foreach(n 2 4)

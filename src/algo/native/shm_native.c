@@ -59,18 +59,23 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
   return args->coll == COLLIE_COLL_BARRIER || piece_elems(comm, args->coll, args->elem_size) > 0;
 }
 
-/* The most lines an inline round of coll may take; a larger call stages. An inline round
- * costs about 20 ns a further line, a staged one (a contiguous buffer behind a counter)
- * about 4 with copies alone, so staging wins from 5 lines where every rank copies (2 ranks
- * on 2 cores, close CPUs, medians of 6, us, inline against staged: all-gather 0.313 and
- * 0.271 at 5 lines, 0.355 and 0.270 at 8; all-to-all 0.298 and 0.255, 0.348 and 0.256;
- * reduce-scatter 0.297 and 0.256, 0.356 and 0.248; 4 lines within 6% either way). The small
- * reductions fold every line and keep them all (8 lines 0.345 and 0.353; 4 lines 0.244 and
- * 0.291). A broadcast's root runs up to 32 rounds ahead in inline rounds (128 with more
- * ranks than CPUs) and 2 in staged ones, which with more ranks than CPUs keeps it off its
- * CPU's queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged); with a CPU each
- * it stages from 5 lines too (2 ranks, 5 lines: 0.181 against 0.172, 8 lines: 0.230
- * against 0.175). Every rank must choose alike: hence the host's count of CPUs. */
+/* The most lines an inline round of coll may take; a larger call stages. With a CPU per
+ * rank, all 8: a staged round's reader fetches the first round's tag line, then the
+ * counters' line, then the data, one after the other, and its wake-ups fence right after
+ * their stores, while an inline round's data travel with the tag. 2 ranks on 2 cores,
+ * medians of 70 alternating runs of -n 30000 (cache lines 0.05 us apart, line_probe), us,
+ * staged against inline, 5 lines / 8 lines: broadcast 0.197 / 0.188 against 0.107 / 0.117,
+ * all-gather 0.213 / 0.221 against 0.186 / 0.208, all-to-all 0.198 / 0.202 against 0.177 /
+ * 0.199, reduce-scatter 0.200 / 0.202 against 0.182 / 0.202; where the VM put the CPUs
+ * 0.33 us apart (6 runs) 0.65 to 0.74 against 0.23 to 0.48 every time. (Commit 082ca73
+ * measured staging ahead from 5 lines; these runs, interleaved with the probe read beside
+ * each, never showed that.) With more ranks than CPUs, medians of 7 runs of 4
+ * ranks and 5 of 8 mixed: all-gather, all-to-all and reduce-scatter keep 4 lines there
+ * (8 ranks, 480 B all-to-all: 7.9 us inline against 6.4 staged); a broadcast's root runs
+ * up to 128 rounds ahead in inline rounds and 2 in staged ones, which keeps it off its
+ * CPU's queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged). The small
+ * reductions fold every line and keep all 8 everywhere. Every rank must choose alike: hence
+ * the host's count of CPUs. */
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
   switch (collie_tune_proto(comm)) { /* COLLIE_PROTO, the same on every rank (settings.c) */
     case COLLIE_PROTO_SIMPLE: return 0;
@@ -80,8 +85,7 @@ static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
   switch (coll) {
     case COLLIE_COLL_ALLGATHER:
     case COLLIE_COLL_ALLTOALL:
-    case COLLIE_COLL_REDUCE_SCATTER: return 4;
-    case COLLIE_COLL_BROADCAST: return comm->shm->crowded ? 1 + COLLIE_SHM_INLINE_EXT : 4;
+    case COLLIE_COLL_REDUCE_SCATTER: return comm->shm->crowded ? 4 : 1 + COLLIE_SHM_INLINE_EXT;
     default: return 1 + COLLIE_SHM_INLINE_EXT;
   }
 }
