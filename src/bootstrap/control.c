@@ -385,6 +385,12 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
                         comm->rank, collie_addr_str(&id->root, a, sizeof(a)), strerror(err),
                         collie_fd_advice(err, advice, sizeof(advice)));
   }
+  if (fd < 0 && collie_socket_refusal_is_final() && (err == ECONNREFUSED || err == ECONNRESET))
+    return collie_error(comm, COLLIE_ERR_REMOTE,
+                        "rank %d could not reach rank 0 at %s: %s; rank 0 listened there before it handed out the "
+                        "communicator's id, so it has given up creating the communicator (its own error says why) "
+                        "or died",
+                        comm->rank, collie_addr_str(&id->root, a, sizeof(a)), strerror(err));
   if (fd < 0) {
     char within[48] = ""; /* only a timeout took the whole time; other errors end the tries at once */
     if (fd == -2) snprintf(within, sizeof(within), " within %d ms", comm->connect_timeout_ms);
@@ -430,6 +436,11 @@ collie_result_t collie_bootstrap(collie_comm_t *comm, const collie_id_info_t *id
                         "answered but not everyone arrived)",
                         comm->rank, (long long)comm->connect_timeout_ms + COLLIE_SETUP_GRACE_MS,
                         collie_addr_str(&id->root, a, sizeof(a)));
+  if (r != 0 && collie_socket_refusal_is_final()) /* a split's: the id cannot be wrong */
+    return collie_error(comm, COLLIE_ERR_REMOTE,
+                        "rank %d lost its connection to rank 0 at %s while joining: rank 0 gave up creating the "
+                        "communicator before it accepted this rank (its own error says why), or died",
+                        comm->rank, collie_addr_str(&id->root, a, sizeof(a)));
   if (r != 0)
     return collie_error(comm, COLLIE_ERR_REMOTE,
                         "rank %d lost its connection to rank 0 at %s while joining: rank 0 died, dropped us "

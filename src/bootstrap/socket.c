@@ -228,6 +228,12 @@ int collie_set_nonblocking(int fd, bool nb) {
 
 static int wait_fd(int fd, short ev, int64_t deadline_ns);
 
+static _Thread_local bool refusal_final;
+
+void collie_socket_refusal_final(bool final) { refusal_final = final; }
+
+bool collie_socket_refusal_is_final(void) { return refusal_final; }
+
 int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out) {
   int64_t backoff_ms = 5;
   *err_out = 0;
@@ -261,6 +267,7 @@ int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_n
     }
     *err_out = errno;
     collie_socket_close(fd);
+    if (refusal_final && (*err_out == ECONNREFUSED || *err_out == ECONNRESET)) return -1;
     if (*err_out != ECONNREFUSED && *err_out != ETIMEDOUT && *err_out != ENETUNREACH &&
         *err_out != EHOSTUNREACH && *err_out != ECONNRESET && *err_out != EAGAIN)
       return -1;

@@ -33,8 +33,19 @@ int collie_pick_local_addr(struct sockaddr_storage *out, char *err, size_t errle
 /* A listening socket on `addr`'s IP (port from COLLIE_PORT_RANGE or any); the chosen port is
  * written back into addr. Returns the fd or -1 with errno. */
 int collie_listen(struct sockaddr_storage *addr);
-/* Connects, retrying refused/unreachable attempts until deadline_ns. Returns fd or -1. */
+/* Connects, retrying refused/unreachable attempts until deadline_ns. Returns the fd, -2
+ * when the deadline passed (or the thread's waits were abandoned), or -1 with *err_out on
+ * an error that ends the tries (a refusal too, while refusals are final). */
 int collie_connect_retry(const struct sockaddr_storage *addr, int64_t deadline_ns, int *err_out);
+/* While set, this thread's connects take a refused (or reset) connection as final instead
+ * of retrying it until their deadline. Set by collie_comm_split around the new
+ * communicator's creation: its rank 0 listens before it hands out the id, so a refusal
+ * there means it closed the listener, having given up creating the communicator (or died);
+ * the members it had not accepted retried until COLLIE_CONNECT_TIMEOUT (60 s) and then
+ * advised checking that rank 0 started. Elsewhere a refusal may only mean that rank 0 has
+ * not started yet. */
+void collie_socket_refusal_final(bool final);
+bool collie_socket_refusal_is_final(void);
 
 /* accept(2) for the loops that wait for connections. Returns the fd, or -1 with *shortage
  * set to errno when the process or the system is out of descriptors or memory (EMFILE,

@@ -28,7 +28,7 @@ static int by_key(const void *a, const void *b) {
 /* The exchange on the parent: every rank's (color, key), then the new communicator's id
  * from its new rank 0 (which listens on *listen_fd). *m: the new size, 0 for NOCOLOR. */
 static collie_result_t exchange(collie_comm_t *comm, const char *fn, int color, int key, collie_unique_id_t *id,
-                                int *listen_fd, int *m_out, int *newrank_out) {
+                                int *listen_fd, int *m_out, int *newrank_out, int *root_out) {
   int n = comm->nranks;
   member_t mine = {color, key, comm->rank};
   member_t *all = malloc(sizeof(member_t) * (size_t)n);
@@ -57,6 +57,7 @@ static collie_result_t exchange(collie_comm_t *comm, const char *fn, int color, 
     if (all[i].rank == comm->rank) newrank = i;
   *newrank_out = newrank;
   int root = (int)all[0].rank;
+  *root_out = root;
 
   if (newrank == 0) {
     /* Listen where the parent's peers already reach this rank. */
@@ -100,6 +101,56 @@ static collie_result_t exchange(collie_comm_t *comm, const char *fn, int color, 
   return res;
 }
 
+/* The new communicator of this rank's color, from the id exchange() gave it. Its own
+ * sentence on failure, wrapped to say so on the parent. */
+static collie_result_t create(collie_comm_t *comm, const char *fn, collie_unique_id_t id, int m, int newrank, int root,
+                              int listen_fd, collie_comm_t **newcomm) {
+  collie_config_t cfg = COLLIE_CONFIG_INIT;
+  cfg.connect_timeout_ms = comm->connect_timeout_ms;
+  cfg.exec_timeout_ms = comm->exec_timeout_ms;
+  cfg.algo = comm->algo;
+  cfg.proto = comm->proto;
+  /* A member that dies now fails the parent (its watchdog sees the control channel
+   * close): the creation's waits then give up instead of waiting out the connect timeout,
+   * and the parent's sentence, which names the rank, is the one to report. */
+  collie_socket_abandon_when(&comm->failed);
+  collie_socket_refusal_final(true); /* the new rank 0 listens already: see socket.h */
+  collie_result_t res = collie_comm_init_internal(newcomm, m, id, newrank, &cfg, listen_fd);
+  collie_socket_refusal_final(false);
+  collie_socket_abandon_when(NULL);
+  const int failed = atomic_load(&comm->failed);
+  if (res && failed)
+    return collie_error(comm, (collie_result_t)failed, "%s on rank %d could not create the new communicator: %s", fn,
+                        comm->rank, comm->fail_msg);
+  if (res) { /* the creation's sentence is this thread's; the caller may ask the parent for it */
+    char why[1024];
+    snprintf(why, sizeof(why), "%s", collie_get_last_error(NULL));
+    char whose[96] = ""; /* the sentence counts ranks of the new one; its rank 0's own says why */
+    if (newrank != 0) snprintf(whose, sizeof(whose), " (rank %d there; its rank 0 is rank %d here)", newrank, root);
+    return collie_error(comm, res, "%s on rank %d could not create the new communicator%s: %s", fn, comm->rank, whose,
+                        why);
+  }
+  return res;
+}
+
+/* Whether every color's communicator was created: the lowest parent rank whose creation
+ * failed, or INT_MAX, from every rank (COLLIE_SPLIT_NOCOLOR's too). Failures within one
+ * new communicator reach all its members, but not the other colors' ranks, which went on
+ * while those gave up (4 ranks waited in the parent's next collective while the 4 whose
+ * creation failed waited in collie_comm_destroy for them, until COLLIE_EXEC_TIMEOUT). */
+static collie_result_t agree(collie_comm_t *comm, const char *fn, bool failed_here, int *first_failed) {
+  int32_t mine = failed_here ? comm->rank : INT32_MAX, lowest = INT32_MAX;
+  bool claimed;
+  collie_result_t res = collie_coll_claim(comm, fn, &claimed);
+  if (res) return res;
+  collie_request_t *req; /* nonblocking and waited for: see exchange() */
+  res = collie_iallreduce(&mine, &lowest, 1, COLLIE_INT32, COLLIE_MIN, comm, &req);
+  if (!res) res = collie_wait(req);
+  collie_coll_unclaim(comm, claimed);
+  *first_failed = lowest;
+  return res;
+}
+
 collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, collie_comm_t **newcomm) {
   const char *fn = "collie_comm_split";
   collie_result_t res = collie_comm_check(comm, fn);
@@ -111,32 +162,30 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
                         "%s on rank %d: color %d is negative; use a color >= 0 or COLLIE_SPLIT_NOCOLOR", fn,
                         comm->rank, color);
   collie_unique_id_t id;
-  int listen_fd = -1, m = 0, newrank = 0;
+  int listen_fd = -1, m = 0, newrank = 0, root = 0;
   bool claimed;
   res = collie_coll_claim(comm, fn, &claimed);
   if (res) return res;
-  res = exchange(comm, fn, color, key, &id, &listen_fd, &m, &newrank);
+  res = exchange(comm, fn, color, key, &id, &listen_fd, &m, &newrank, &root);
   collie_coll_unclaim(comm, claimed);
-  if (res || m == 0) return res;
-  collie_config_t cfg = COLLIE_CONFIG_INIT;
-  cfg.connect_timeout_ms = comm->connect_timeout_ms;
-  cfg.exec_timeout_ms = comm->exec_timeout_ms;
-  cfg.algo = comm->algo;
-  cfg.proto = comm->proto;
-  /* A member that dies now fails the parent (its watchdog sees the control channel
-   * close): the creation's waits then give up instead of waiting out the connect timeout,
-   * and the parent's sentence, which names the rank, is the one to report. */
-  collie_socket_abandon_when(&comm->failed);
-  res = collie_comm_init_internal(newcomm, m, id, newrank, &cfg, listen_fd);
-  collie_socket_abandon_when(NULL);
-  const int failed = atomic_load(&comm->failed);
-  if (res && failed)
-    return collie_error(comm, (collie_result_t)failed, "%s on rank %d could not create the new communicator: %s", fn,
-                        comm->rank, comm->fail_msg);
-  if (res) { /* the creation's sentence is this thread's; the caller may ask the parent for it */
-    char why[1024];
-    snprintf(why, sizeof(why), "%s", collie_get_last_error(NULL));
-    return collie_error(comm, res, "%s on rank %d could not create the new communicator: %s", fn, comm->rank, why);
+  if (res) return res;
+  const collie_result_t created = m ? create(comm, fn, id, m, newrank, root, listen_fd, newcomm) : COLLIE_SUCCESS;
+  char why[1024] = "";
+  if (created) snprintf(why, sizeof(why), "%s", collie_get_last_error(NULL));
+  int first = INT32_MAX;
+  /* Not agreed (the parent failed meanwhile): each rank's own outcome stands. */
+  if (agree(comm, fn, created != COLLIE_SUCCESS, &first) != COLLIE_SUCCESS || first == INT32_MAX) {
+    if (created) collie_error(comm, created, "%s", why);
+    return created;
   }
-  return res;
+  if (created) return collie_error(comm, created, "%s", why);
+  /* Another color's creation failed: every rank fails the split, as that color's ranks
+   * do, and this color's communicator goes (its members all destroy it here, together). */
+  if (*newcomm) collie_comm_destroy(*newcomm);
+  *newcomm = NULL;
+  return collie_error(comm, COLLIE_ERR_REMOTE,
+                      "%s on rank %d: the new communicator of rank %d could not be created (its own error says why), "
+                      "so the split failed on every rank; this rank's new communicator was destroyed: every rank "
+                      "may create the communicators again",
+                      fn, comm->rank, first);
 }

@@ -43,19 +43,37 @@ done
 # Over shared memory a communicator keeps few descriptors, but rank 0 keeps one per rank:
 # 64 run out within 20 communicators of 8 ranks, in rank 0's accept or in a shm_open. The
 # rank that runs out names the limit (not containers, as a failed shm_open did), and every
-# rank fails. As at a first creation (12 above), ranks that rank 0 had not accepted yet only
-# see it go, or retry a refused connection until the connect timeout (5 s here).
-(ulimit -n 64 && COLLIE_TRANSPORT=auto COLLIE_CONNECT_TIMEOUT=5 exec timeout 60 "$run" --timeout 50 -n 8 "$many" 20 0) \
-  >"$dir/out" 2>&1
-rc=$?
-echo "== shared memory, 20 communicators, ulimit -n 64: exit $rc"
-grep -v '^ \|^#' "$dir/out" | sort | uniq -c | head -20
-[ "$rc" != 0 ] || fail "20 communicators of 8 ranks fitted in 64 files; the test needs a limit they exceed"
-[ "$rc" != 124 ] || fail "the job hung with ulimit -n 64"
+# rank fails that split at once: the members its new rank 0 had not accepted retried a
+# refused connection until COLLIE_CONNECT_TIMEOUT (60 s) and then advised checking that
+# rank 0 started, and in a split into halves the other half went on into the next split
+# while this one's ranks waited in collie_comm_destroy for them (killed at 90 s).
+many_run() { # LIMIT: runs the 20 splits under that limit, checks that all 8 fail at once
+  local start took rc
+  start=$(date +%s.%N)
+  (ulimit -n "$1" && COLLIE_TRANSPORT=auto exec timeout 60 "$run" --timeout 50 -n 8 "$many" 20 0) >"$dir/out" 2>&1
+  rc=$?
+  took=$(echo "$(date +%s.%N) - $start" | bc)
+  echo "== shared memory, 20 communicators, ulimit -n $1: exit $rc after $took s"
+  grep -v '^ \|^#' "$dir/out" | cut -c1-200 | sort | uniq -c | head -20
+  [ "$rc" != 0 ] || fail "20 communicators of 8 ranks fitted in $1 files; the test needs a limit they exceed"
+  [ "$rc" != 124 ] || fail "the job hung with ulimit -n $1"
+  failed=$(grep -c "^comm_many: rank [0-7]: split of communicator" "$dir/out")
+  [ "$failed" = 8 ] || fail "$failed of 8 ranks reported the failed split with ulimit -n $1"
+  (($(echo "$took < 15" | bc))) || fail "ulimit -n $1: the job took $took s; ranks waited for a timeout"
+  if grep -q "check that rank 0 started" "$dir/out"; then fail "ulimit -n $1: a rank blamed rank 0's start"; fi
+  cat "$dir/out" >>"$dir/all"
+}
+many_run 64
 grep -q "Too many open files; this process may have at most 64 files open (ulimit -n).*destroy communicators" \
   "$dir/out" || fail "no rank named the limit of 64 open files"
 grep -q "Too many open files; if the ranks run in different containers" "$dir/out" &&
   fail "a rank blamed containers for the limit of open files"
-failed=$(grep -c "^comm_many: rank [0-7]: split of communicator" "$dir/out")
-[ "$failed" = 8 ] || fail "$failed of 8 ranks reported the failed split"
+# Other limits run out elsewhere: in the accept of a split's new rank 0 (the members it had
+# not accepted find its listener gone), and in one half of a split into halves (the other
+# half's ranks fail that split too, and destroy the communicator they had made).
+for limit in $(seq 36 2 70); do many_run "$limit"; done
+grep -q "listened there before it handed out the communicator's id" "$dir/all" ||
+  fail "no run had a member find its new rank 0's listener gone; move the limits"
+grep -q "so the split failed on every rank; this rank's new communicator was destroyed" "$dir/all" ||
+  fail "no run failed one half of a split only; move the limits"
 echo "PASS: every limit too low was named on every rank at once, with how to raise it; 64 files were enough"
