@@ -1,6 +1,7 @@
 /* collie_comm_split: ranks with the same color form a new communicator, ordered by key
  * (then by parent rank). Built from the parent itself: an allgather of (color, key), then
- * each group's new rank 0 makes a unique id and sends it to its members. */
+ * each group's new rank 0 makes a unique id and sends it to its members, and once the
+ * groups have made their communicators an all-reduce tells every rank whether all did. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,7 +135,7 @@ static collie_result_t create(collie_comm_t *comm, const char *fn, collie_unique
 }
 
 /* Whether every color's communicator was created: the lowest parent rank whose creation
- * failed, or INT_MAX, from every rank (COLLIE_SPLIT_NOCOLOR's too). Failures within one
+ * failed, or INT32_MAX, from every rank (COLLIE_SPLIT_NOCOLOR's too). Failures within one
  * new communicator reach all its members, but not the other colors' ranks, which went on
  * while those gave up (4 ranks waited in the parent's next collective while the 4 whose
  * creation failed waited in collie_comm_destroy for them, until COLLIE_EXEC_TIMEOUT). */
