@@ -23,7 +23,7 @@ fi
 cg=$parent/collie-pids-test-$$
 out=$(mktemp)
 cleanup() {
-  rm -f "$out"
+  rm -f "$out" "$out.all"
   [ -d "$cg" ] || return 0
   for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
   for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && return 0; sleep 0.2; done
@@ -43,4 +43,25 @@ grep -q "could not start its watchdog thread: Resource temporarily unavailable; 
   fail "no rank named the limit of processes and threads"
 failed=$(grep -c "^comm_many: rank [0-7]: split of communicator" "$out")
 [ "$failed" = 8 ] || fail "$failed of 8 ranks reported the failed split"
+# Other limits run out elsewhere, in one half of a split into halves among them: every rank
+# must fail that split within seconds (the other half went on into the next split while
+# this one's ranks waited for it in collie_comm_destroy: 29 hung until collie-run's timeout).
+: >"$out.all"
+for max in $(seq 20 3 80); do
+  echo "$max" >"$cg/pids.max" || fail "cannot set $cg/pids.max"
+  start=$(date +%s.%N)
+  timeout -s KILL 60 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -n 8 --timeout 50 "$3" 20 0' sh "$cg" "$run" \
+    "$many" >"$out" 2>&1
+  rc=$?
+  took=$(echo "$(date +%s.%N) - $start" | bc)
+  echo "== pids.max $max: exit $rc after $took s"
+  [ "$rc" != 0 ] || fail "20 communicators of 8 ranks fitted in $max processes and threads"
+  failed=$(grep -c "^comm_many: rank [0-7]: split of communicator" "$out")
+  [ "$failed" = 8 ] || { cat "$out"; fail "pids.max $max: $failed of 8 ranks reported the failed split"; }
+  (($(echo "$took < 15" | bc))) || fail "pids.max $max: the job took $took s; ranks waited for a timeout"
+  cat "$out" >>"$out.all"
+done
+grep -q "so the split failed on every rank; this rank's new communicator was destroyed" "$out.all" ||
+  fail "no run failed one half of a split only; move the limits"
+rm -f "$out.all"
 echo "PASS: a thread that could not start named the pids limit on its rank, and every rank failed the split"
