@@ -174,12 +174,10 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
   char why[1024] = "";
   if (created) snprintf(why, sizeof(why), "%s", collie_get_last_error(NULL));
   int first = INT32_MAX;
-  /* Not agreed (the parent failed meanwhile): each rank's own outcome stands. */
-  if (agree(comm, fn, created != COLLIE_SUCCESS, &first) != COLLIE_SUCCESS || first == INT32_MAX) {
-    if (created) collie_error(comm, created, "%s", why);
-    return created;
-  }
-  if (created) return collie_error(comm, created, "%s", why);
+  const bool agreed = agree(comm, fn, created != COLLIE_SUCCESS, &first) == COLLIE_SUCCESS;
+  /* This rank's own failure, or no agreement (the parent failed meanwhile): its own outcome
+   * stands, with the creation's sentence (the agreement's calls may have set another). */
+  if (created || !agreed || first == INT32_MAX) return created ? collie_error(comm, created, "%s", why) : created;
   /* Another color's creation failed: every rank fails the split, as that color's ranks
    * do, and this color's communicator goes (its members all destroy it here, together). */
   if (*newcomm) collie_comm_destroy(*newcomm);

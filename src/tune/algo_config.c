@@ -39,6 +39,18 @@ static void list_names(char *buf, size_t len) {
   }
 }
 
+/* The collectives that have algorithms to choose from, in their order. */
+static void list_colls(char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int c = 0; c < COLLIE_NUM_COLLS && o < len - 32; c++)
+    for (const collie_algo_t *a = collie_algos; a->name; a++)
+      if ((int)a->coll == c) {
+        o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", collie_coll_name(a->coll));
+        break;
+      }
+}
+
 /* Walks the spec; for each (collective or NULL, name, excluded) calls fn. Returns -1 and
  * fills err on malformed text or unknown names. */
 int collie_algo_spec_parse(const char *spec, collie_algo_rules_t *out, char *err, size_t errlen) {
@@ -55,15 +67,8 @@ int collie_algo_spec_parse(const char *spec, collie_algo_rules_t *out, char *err
       *colon = 0;
       coll = coll_by_name(tok);
       if (coll < 0) {
-        char names[256]; /* the collectives that have algorithms to choose from */
-        size_t o = 0;
-        names[0] = 0;
-        for (int c = 0; c < COLLIE_NUM_COLLS && o < sizeof(names) - 32; c++)
-          for (const collie_algo_t *a = collie_algos; a->name; a++)
-            if ((int)a->coll == c) {
-              o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s", o ? ", " : "", collie_coll_name(a->coll));
-              break;
-            }
+        char names[256];
+        list_colls(names, sizeof(names));
         snprintf(err, errlen, "COLLIE_ALGO names an unknown collective '%s'; valid names: %s", tok, names);
         return -1;
       }
