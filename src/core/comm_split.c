@@ -177,7 +177,8 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
   const bool agreed = agree(comm, fn, created != COLLIE_SUCCESS, &first) == COLLIE_SUCCESS;
   /* This rank's own failure, or no agreement (the parent failed meanwhile): its own outcome
    * stands, with the creation's sentence (the agreement's calls may have set another). */
-  if (created || !agreed || first == INT32_MAX) return created ? collie_error(comm, created, "%s", why) : created;
+  if (created) return collie_error(comm, created, "%s", why);
+  if (!agreed || first == INT32_MAX) return COLLIE_SUCCESS;
   /* Another color's creation failed: every rank fails the split, as that color's ranks
    * do, and this color's communicator goes (its members all destroy it here, together). */
   if (*newcomm) collie_comm_destroy(*newcomm);
