@@ -10,6 +10,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/comm.h"
@@ -20,9 +21,7 @@ typedef struct {
   _Atomic uint32_t doorbell; /* bumped by peers that made progress for us while we sleep */
   char pad0[60];
   _Atomic uint32_t sleeping; /* how many of our threads are (about to be) asleep on the doorbell */
-  _Atomic uint32_t away;     /* we are in sched_yield, with more ranks than cores: with `sleeping`,
-                              * a hint for waiters, who poll only while we may run (wait.c) */
-  char pad1[56];
+  char pad1[60];
   uint64_t magic, nslots, slot_size, nrings;
   /* The single-copy probe (shm_peer_mem.c): a one-page collie_mem_alloc the owner offers,
    * and whether the owner could map every peer's. */
@@ -36,9 +35,17 @@ typedef struct {
   int32_t cma_pid;
   uint32_t cma_pad;
   uint64_t cma_addr;
-  char pad2[56];
+  /* We are in sched_yield, with more ranks than cores: with `sleeping`, a hint for
+   * waiters, who poll only while we may run (wait.c). Not beside `sleeping`, which every
+   * rank reads after each of its inline rounds (collie_shm_notify_others): a rank that
+   * yields writes `away` twice per yield, and on that line each of those reads missed. The
+   * rest of this line is read only at creation. */
+  _Atomic uint32_t away;
+  char pad2[52];
 } collie_shm_seg_hdr_t;
 _Static_assert(sizeof(collie_shm_seg_hdr_t) == 256, "the header keeps its size");
+_Static_assert(offsetof(collie_shm_seg_hdr_t, away) / 64 != offsetof(collie_shm_seg_hdr_t, sleeping) / 64,
+               "`away` and `sleeping` on lines of their own");
 
 /* The collective area at the end of each rank's segment (algo/shm_native.c): counters
  * that only its owner writes and every local peer reads, then two staging buffers. The
