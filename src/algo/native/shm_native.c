@@ -346,6 +346,23 @@ static void combine(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k
   shm_fold(comm, op, dst, src, comm->rank, s0 * e, sn);
 }
 
+/* A staged all-to-all copies its own block's piece of a round as soon as it has published
+ * its staging, while the others may still stage theirs: the copy needs nobody, and in the
+ * drain it only delayed this rank's next round. Out of place, busbw GB/s, medians of 3 to
+ * 5 alternating runs, before against after: 2 ranks 16 MiB 7.8 against 9.2, 256 KiB 14.5
+ * against 15.4; 4 ranks on 2 cores 16 MiB 4.6 against 5.1, 64 MiB 4.4 against 4.8; 4 MiB
+ * and below alike. In place the own block stays where it is. */
+static bool own_block_early(const collie_op_t *op) { return op->coll == COLLIE_COLL_ALLTOALL && !op->nat_inline; }
+
+static void copy_own_block(collie_comm_t *comm, collie_op_t *op, uint64_t k) {
+  if (!own_block_early(op)) return;
+  const size_t e = op->nat_esz, at_rank = (size_t)comm->rank * op->nat_count;
+  size_t lo, len;
+  round_range(op, k, &lo, &len);
+  shm_put(op, op->bufs[COLLIE_BUF_RECV] + (at_rank + lo) * e, op->bufs[COLLIE_BUF_SEND] + (at_rank + lo) * e, len * e,
+          false);
+}
+
 static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) {
   const size_t e = op->nat_esz;
   const int me = comm->rank, n = comm->nranks;
@@ -393,6 +410,7 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
     }
     case COLLIE_COLL_ALLTOALL: {
       for (int j = 0; j < n; j++) {
+        if (j == me && own_block_early(op)) continue; /* copied already (copy_own_block) */
         const char *src = j == me ? send + ((size_t)me * op->nat_count + lo) * e
                                   : staged(comm, op, j, g) + (size_t)me * op->nat_piece * e;
         shm_put(op, recv + ((size_t)j * op->nat_count + lo) * e, src, len * e, j != me);
@@ -586,6 +604,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
         atomic_store_explicit(&shm_area_of(comm, comm->rank)->inl[inl_slot(comm, g)].tag, g + 1, memory_order_release);
       shm_publish(comm, op, COLLIE_SHM_READY, g + 1);
       op->nat_phase = two_phase(op) ? PH_COMBINE : PH_DRAIN;
+      if (!op->nat_unstaged) copy_own_block(comm, op, k);
       moved = 1;
     }
     if (!op->nat_checked) {
@@ -606,6 +625,7 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
       } else if (op->nat_unstaged) {
         stage(comm, op, g, k);
         collie_shm_notify_others(comm);
+        copy_own_block(comm, op, k);
         op->nat_unstaged = false;
         moved = 1;
       }
