@@ -200,22 +200,27 @@ static bool all_wait(const formula_t *f, double n) {
 /* A single synchronisation for a small call has nothing to match or queue, and costs
  * less than a message: 2 ranks, 8 B allreduce 0.28 us against recursive doubling's
  * 0.40; allgather, broadcast, alltoall and reduce_scatter 0.2 to 0.35 us against 0.4
- * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. From 64 KiB a rank the
- * staging's small footprint costs more than that saves (2 ranks, 256 KiB alltoall:
- * 21 to 25 us against pairwise's 12.5), so the estimate stays a message's. Not for a
+ * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. Beyond, the estimate stays a
+ * message's (the ring's reduction overlap wins allreduce from 32 KiB), except as below. Not for a
  * reduce: the binomial tree's leaves leave once their message is staged, while every
  * rank waits at the synchronisation (2 ranks, 8 B: binomial 0.45 us, shm 0.66). The
  * all-gather keeps it up to 128 KiB a rank: there the staged area beat messages, staged
  * or read by CMA, in every sweep (AMD VM, 2 ranks, median of 5, GB/s busbw, shm against
  * rd, by all-gather size: 32 KiB 14.6 against 11.8, 128 KiB 15.9 against 6.2 and 10.8
  * against 7.4, 256 KiB 11.3 against 7.8 and 11.4 against 8.4); from 512 KiB the CMA read
- * was ahead or behind by turns (9.9 against 12.9, 10.4 against 9.5). Returns the largest
- * size a rank for which the shared area's single synchronisation costs 0.7 alpha (-1:
- * none). */
+ * was ahead or behind by turns (9.9 against 12.9, 10.4 against 9.5). The all-to-all keeps
+ * it up to 512 KiB in all (its staged path copies its own block while the others stage,
+ * shm_native.c): 2 ranks, out of place, busbw shm / pairwise, medians of 6 alternating
+ * runs of -n 200: 32 KiB 1.33, 64 KiB 1.17, 128 KiB 1.00, 256 KiB 1.09, 512 KiB 0.97,
+ * 1 MiB 0.93; in place shm 1.2 to 1.6 times pairwise at each size (pairwise first copies
+ * the outgoing blocks to scratch). Returns the largest size (a rank's for all-gather, the
+ * whole call's otherwise) for which the shared area's single synchronisation costs 0.7
+ * alpha (-1: none). */
 static double single_sync_bytes(collie_coll_t coll) {
   switch (coll) {
     case COLLIE_COLL_REDUCE: return -1;
     case COLLIE_COLL_ALLGATHER: return 128.0 * 1024;
+    case COLLIE_COLL_ALLTOALL: return 512.0 * 1024;
     default: return COLLIE_SHM_SMALL_REDUCTION_BYTES;
   }
 }
