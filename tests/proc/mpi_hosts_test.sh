@@ -74,7 +74,11 @@ placed ompi.out
 ompi ompi_perf.out -n 8 -H hostA:4,hostB:4 -x COLLIE_ROOT_ADDR=hostA:29500 "$bin/all_reduce_perf" -b 8 -e 1M -f 32 \
   -n 5 -w 1 || { cat "$dir/ompi_perf.out"; fail "Open MPI, 4 + 4 ranks: all_reduce_perf failed"; }
 want ompi_perf.out 1 "^# Out of bounds values : 0 OK"
-ompi ompi_noaddr.out -H hostA:2,hostB:2 -n 4 "$bin/p2p_check" && fail "Open MPI across 2 hosts without an address succeeded"
+# Every rank must explain itself: mpirun would kill the ranks still starting as soon as one
+# has exited with its error (once 3 of 4 lines), so it lets all of them end; it then exits
+# 0 whatever theirs, and the 4 lines below are what says that every rank failed.
+ompi ompi_noaddr.out --mca orte_abort_on_non_zero_status 0 -H hostA:2,hostB:2 -n 4 "$bin/p2p_check" ||
+  true
 want ompi_noaddr.out 4 "collie_comm_init_env on rank [0-3]: the 4 ranks span several hosts; set COLLIE_ROOT_ADDR=host:port"
 echo "PASS: Open MPI across two hosts: mpirun -H hostA:2,hostB:2 -n 4 -x COLLIE_ROOT_ADDR=hostA:29500"
 
@@ -85,6 +89,7 @@ placed mpich.out
 mpich mpich_perf.out -hosts hostA:4,hostB:4 -n 8 -genv COLLIE_ROOT_ADDR hostA:29500 "$bin/all_reduce_perf" -b 8 -e 1M \
   -f 32 -n 5 -w 1 || { cat "$dir/mpich_perf.out"; fail "MPICH, 4 + 4 ranks: all_reduce_perf failed"; }
 want mpich_perf.out 1 "^# Out of bounds values : 0 OK"
-mpich mpich_noaddr.out -hosts hostA:2,hostB:2 -n 4 "$bin/p2p_check" && fail "MPICH across 2 hosts without an address succeeded"
+mpich mpich_noaddr.out -disable-auto-cleanup -hosts hostA:2,hostB:2 -n 4 "$bin/p2p_check" &&
+  fail "MPICH across 2 hosts without an address succeeded"
 want mpich_noaddr.out 4 "collie_comm_init_env on rank [0-3]: the 4 ranks span several hosts; set COLLIE_ROOT_ADDR=host:port"
 echo "PASS: MPICH across two hosts: mpiexec -hosts hostA:2,hostB:2 -n 4 -genv COLLIE_ROOT_ADDR hostA:29500"
