@@ -77,8 +77,7 @@ want ompi_perf.out 1 "^# Out of bounds values : 0 OK"
 # Every rank must explain itself: mpirun would kill the ranks still starting as soon as one
 # has exited with its error (once 3 of 4 lines), so it lets all of them end; it then exits
 # 0 whatever theirs, and the 4 lines below are what says that every rank failed.
-ompi ompi_noaddr.out --mca orte_abort_on_non_zero_status 0 -H hostA:2,hostB:2 -n 4 "$bin/p2p_check" ||
-  true
+ompi ompi_noaddr.out --mca orte_abort_on_non_zero_status 0 -H hostA:2,hostB:2 -n 4 "$bin/p2p_check" || true
 want ompi_noaddr.out 4 "collie_comm_init_env on rank [0-3]: the 4 ranks span several hosts; set COLLIE_ROOT_ADDR=host:port"
 echo "PASS: Open MPI across two hosts: mpirun -H hostA:2,hostB:2 -n 4 -x COLLIE_ROOT_ADDR=hostA:29500"
 
