@@ -156,7 +156,8 @@ collie_result_t collie_comm_split(collie_comm_t *comm, int color, int key, colli
   const char *fn = "collie_comm_split";
   collie_result_t res = collie_comm_check(comm, fn);
   if (res) return res;
-  if (!newcomm) return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: newcomm is NULL", fn, comm->rank);
+  if (!newcomm)
+    return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT, "%s on rank %d: newcomm is NULL", fn, comm->rank);
   *newcomm = NULL;
   if (color < 0 && color != COLLIE_SPLIT_NOCOLOR)
     return collie_error(comm, COLLIE_ERR_INVALID_ARGUMENT,
