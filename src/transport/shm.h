@@ -85,11 +85,12 @@ typedef struct {
 } collie_shm_line_t;
 _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache line");
 
-/* Small collectives (at most COLLIE_SHM_INLINE_BYTES per rank, one round) stage in the
- * cache line that carries their tag (the round + 1): NCCL's low-latency idea, the flag in
- * the data's line. Per slot, the first line holds the tag, the call key and 40 bytes, and
- * up to COLLIE_SHM_INLINE_EXT more lines 64 bytes each, written before the tag (which is
- * released after them and stands for `ready` and `staged`). A reader waiting for the tag
+/* Small collectives (one round of at most COLLIE_SHM_INLINE_BYTES per rank, most of them
+ * far fewer: shm_native.c, inline_lines_max) stage in the cache line that carries their
+ * tag (the round + 1): NCCL's low-latency idea, the flag in the data's line. Per slot,
+ * the first line holds the tag, the call key and 40 bytes, and up to COLLIE_SHM_INLINE_EXT
+ * more lines 64 bytes each, written before the tag (which is released after them and
+ * stands for `ready` and `staged`). A reader waiting for the tag
  * prefetches the other lines, so that they travel together instead of one after the other
  * (through the staging buffer: the counters' line, then the data's). Those lines once
  * carried a tag each, as in NCCL, where the data crosses a bus that may reorder it; here
@@ -117,10 +118,28 @@ _Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 &&
                    COLLIE_SHM_INLINE_SLOTS_UNCROWDED <= COLLIE_SHM_INLINE_SLOTS,
                "inline slots (inl_slot masks with their count): powers of two, the uncrowded count at most the "
                "area's");
+/* Every slot has 7 further lines: up to 8 lines in all, COLLIE_SHM_INLINE_LINES_SMALL, what
+ * most collectives use at most. A broadcast goes up to 4 KiB in inline rounds (its root
+ * runs ahead through the slots, shm_native.c: inline_lines_max); a round of more than 8
+ * lines keeps its further lines in one of COLLIE_SHM_WIDE_SLOTS wide slots instead (round g
+ * in slot g mod that), so that a root runs up to that many such rounds ahead (32: where
+ * the ranks outnumber the CPUs, they would use 128 slots), and the area grows by 128 KiB
+ * rather than 456 KiB for 64 lines in every one of 128 slots: a segment is reserved whole
+ * (8 ranks: 7.5 MiB of /dev/shm per communicator before, 8.5 now, and
+ * tests/proc/shm_footprint_test.sh fits 7 of them in Docker's default 64 MiB). 4 ranks on
+ * 2 cores, 4 KiB broadcast, us, CPUs 0.33 us apart (line_probe): 16 wide slots 1.38, 32
+ * 0.65, 64 0.60, the binomial tree 1.6 to 1.8; 1 KiB, 0.05 us apart: 32 0.33, 64 0.29, the
+ * tree 0.8. */
 #define COLLIE_SHM_INLINE_FIRST 40
 #define COLLIE_SHM_INLINE_NEXT 64
-#define COLLIE_SHM_INLINE_EXT 7
-#define COLLIE_SHM_INLINE_BYTES (COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_EXT * COLLIE_SHM_INLINE_NEXT)
+#define COLLIE_SHM_INLINE_LINES_SMALL 8
+#define COLLIE_SHM_INLINE_EXT (COLLIE_SHM_INLINE_LINES_SMALL - 1)
+#define COLLIE_SHM_WIDE_EXT 64
+#define COLLIE_SHM_WIDE_SLOTS 32
+#define COLLIE_SHM_INLINE_BYTES (COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_WIDE_EXT * COLLIE_SHM_INLINE_NEXT)
+_Static_assert(COLLIE_SHM_WIDE_SLOTS <= COLLIE_SHM_INLINE_SLOTS_UNCROWDED &&
+                   (COLLIE_SHM_WIDE_SLOTS & (COLLIE_SHM_WIDE_SLOTS - 1)) == 0,
+               "wide slots: a power of two, reused no later than the inline slots");
 typedef struct {
   _Atomic uint64_t tag;
   uint64_t key[2];
@@ -136,6 +155,7 @@ typedef struct {
   _Alignas(64) collie_shm_line_t line;
   collie_shm_inline_t inl[COLLIE_SHM_INLINE_SLOTS];
   collie_shm_inline_ext_t inl_ext[COLLIE_SHM_INLINE_SLOTS][COLLIE_SHM_INLINE_EXT];
+  collie_shm_inline_ext_t inl_wide[COLLIE_SHM_WIDE_SLOTS][COLLIE_SHM_WIDE_EXT]; /* rounds of more than 8 lines */
   collie_wire_hdr_t sig[COLLIE_SHM_INLINE_SLOTS]; /* per inline slot: a first round's call, to explain mismatches */
   /* By operation number, in a ring: the broadcasts and scatters whose root this rank
    * believes it is. A root waits for nobody, so two ranks that both think they are the

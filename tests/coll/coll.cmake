@@ -34,9 +34,9 @@ add_coll_test(coll_shm_big_4 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 4 --time
 add_coll_test(coll_shm_small_slots_4 300 "COLLIE_CHUNK_SIZE=1024;COLLIE_SHM_SLOT_SIZE=4K;COLLIE_SHM_NSLOTS=2"
               ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK})
 
-# COLLIE_PROTO forced: ll carries every call of up to 488 bytes per rank in the inline lines
-# (auto too where every rank has a CPU; it stops at 232 for all-gather, all-to-all and reduce-scatter
-# where the ranks outnumber the CPUs), simple stages
+# COLLIE_PROTO forced: ll carries every call of up to 488 bytes per rank in the inline lines, a
+# broadcast up to 4136 (auto too where every rank has a CPU, but a broadcast only up to 1064;
+# where the ranks outnumber the CPUs it stops at 232 for all-gather, all-to-all and reduce-scatter), simple stages
 # every call, even the smallest (auto never does); 4 ranks on 2 cores also take the
 # crowded host's paths.
 foreach(n 2 4)
@@ -217,10 +217,12 @@ add_coll_test(coll_algo_shm_small_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SI
 add_coll_test(coll_algo_shm_threads_3 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=4K" ${COLL_CHECK} --threads 3 --dtypes quick)
 # The shared-memory collectives at their size boundaries, on either side of each, for
 # elements of 1, 2, 4 and 8 bytes: a round in the first inline line (40 bytes), in two
-# (96), in all eight (432; per block of 3 ranks for reduce_scatter and alltoall: 144),
+# (96), in all eight (432; per block of 3 ranks for reduce_scatter and alltoall: 144), a
+# broadcast's 17 lines (1064 bytes: a CPU per rank) and 65 (4136: ranks outnumbering the CPUs),
 # and the largest reduction every rank folds whole (16 KiB).
 set(COLL_SHM_EDGES 5 6 10 11 20 21 40 41 12 13 24 25 48 49 96 97 54 55 108 109 216 217 432 433
-                   18 19 36 37 72 73 144 145 2048 2049 4096 4097 8192 8193 16384 16385)
+                   18 19 36 37 72 73 144 145 133 134 266 267 532 533 1064 1065 517 518 1034 1035 2068 2069
+                   4136 4137 2048 2049 4096 4097 8192 8193 16384 16385)
 string(JOIN "," COLL_SHM_EDGES ${COLL_SHM_EDGES})
 add_coll_test(coll_shm_edges_3 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick
               --coll allreduce,reduce,broadcast,allgather,reduce_scatter,alltoall --counts ${COLL_SHM_EDGES})

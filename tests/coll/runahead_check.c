@@ -10,8 +10,10 @@
  * small allreduces, 64 KiB allgathers, and large broadcasts and allreduces (up to 2 MiB:
  * a staged broadcast cuts the staging area into slots of its own, while the allreduce
  * fills each of its two halves, so a root running ahead switches between the layouts
- * with readers still in the other); bursts of up to 80 staged one-round broadcasts of 1 to
- * 4 KiB (a root that waits for nobody, in the slot layout); and broadcasts of 64 to
+ * with readers still in the other); bursts of up to 80 one-round broadcasts of 436 B to
+ * 8 KiB (a root that waits for nobody: inline up to 1 KiB, or 4 KiB where the ranks
+ * outnumber the CPUs, in the inline slots' further lines; staged beyond, in the slot
+ * layout); and broadcasts of 64 to
  * 256 KiB, from a buffer of collie_mem_alloc, which the others may read in place, or of
  * malloc, which they may not, with a small broadcast between: a root that publishes where
  * its buffer is must not overwrite what a slower rank still reads for an earlier call.
@@ -100,7 +102,7 @@ int main(int argc, char **argv) {
     if (kind == 8 || kind == 9) /* staged, several rounds */
       count = MAX_LARGE / 8 + next(&shared) % (MAX_LARGE - MAX_LARGE / 8);
     if (kind == 10) count = 2 * MEDIUM_MIN + next(&shared) % (MEDIUM_MAX - 2 * MEDIUM_MIN + 1);
-    if (kind == 11) count = MAX_SMALL + 1 + next(&shared) % (1024 - MAX_SMALL); /* staged, one round */
+    if (kind == 11) count = MAX_SMALL + 1 + next(&shared) % (2048 - MAX_SMALL); /* one round, inline or staged */
     if (kind < 4 || kind == 8 || kind == 11) { /* broadcast */
       bad = bcast(comm, out, count, root, me, it, 0);
     } else if (kind == 10) { /* medium broadcasts: from malloc, then a smaller one from collie_mem_alloc */

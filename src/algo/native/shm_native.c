@@ -74,19 +74,32 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * (8 ranks, 480 B all-to-all: 7.9 us inline against 6.4 staged); a broadcast's root runs
  * up to 128 rounds ahead in inline rounds and 2 in staged ones, which keeps it off its
  * CPU's queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged). The small
- * reductions fold every line and keep all 8 everywhere. Every rank must choose alike: hence
- * the host's count of CPUs. */
+ * reductions fold every line and keep all 8 everywhere. A broadcast goes further, to 1 KiB
+ * (17 lines) with a CPU per rank and 4 KiB (65, in a wide slot: transport/shm.h) with more
+ * ranks than CPUs: its readers wait for the root alone, and in inline rounds the root runs
+ * up to 32 rounds ahead instead of the area's 8 slots (and with more ranks than CPUs keeps
+ * its core that long). 2 cores, us, staged (or the binomial tree, the cost model's choice
+ * there with more ranks than CPUs) against inline, 4 alternating pairs of -n 10000, the
+ * CPUs 0.05 to 0.34 us apart (line_probe): 2 ranks, 1 KiB 0.65 to 0.75 against 0.29 to
+ * 0.30; 4 ranks, 512 B 0.84 to 1.14 against 0.34 to 0.66, 4 KiB 1.04 to 1.69 against 0.66
+ * to 1.27; 8 ranks, 4 KiB 2.31 to 3.92 against 1.18 to 1.77 (docs/algorithms.md has the
+ * table). With a CPU per rank 2 KiB (33 lines) lost where the CPUs were 0.33 us apart:
+ * 0.53 to 0.61 staged against 0.89 to 1.29 inline (6 pairs; the reader waits for more
+ * misses than a core keeps in flight). Every rank must choose alike: hence the host's
+ * count of CPUs. */
+enum { BCAST_LINES_UNCROWDED = 17 };
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
-  switch (collie_tune_proto(comm)) { /* COLLIE_PROTO, the same on every rank (settings.c) */
-    case COLLIE_PROTO_SIMPLE: return 0;
-    case COLLIE_PROTO_LL: return 1 + COLLIE_SHM_INLINE_EXT;
-    default: break;
-  }
+  const collie_proto_t proto = collie_tune_proto(comm); /* COLLIE_PROTO, the same on every rank (settings.c) */
+  if (proto == COLLIE_PROTO_SIMPLE) return 0;
   switch (coll) {
+    case COLLIE_COLL_BROADCAST: return proto == COLLIE_PROTO_LL || comm->shm->crowded ? 1 + COLLIE_SHM_WIDE_EXT
+                                                                                      : BCAST_LINES_UNCROWDED;
     case COLLIE_COLL_ALLGATHER:
     case COLLIE_COLL_ALLTOALL:
-    case COLLIE_COLL_REDUCE_SCATTER: return comm->shm->crowded ? 4 : 1 + COLLIE_SHM_INLINE_EXT;
-    default: return 1 + COLLIE_SHM_INLINE_EXT;
+    case COLLIE_COLL_REDUCE_SCATTER:
+      if (comm->shm->crowded && proto != COLLIE_PROTO_LL) return 4;
+      /* fall through */
+    default: return COLLIE_SHM_INLINE_LINES_SMALL;
   }
 }
 
@@ -138,7 +151,7 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
   char *buf = comm->shm->inl_bytes + (size_t)rank * COLLIE_SHM_INLINE_BYTES;
   if (rank == comm->rank) return buf;
   memcpy(buf, a->inl[i0].data, COLLIE_SHM_INLINE_FIRST);
-  memcpy(ext_bytes(buf), a->inl_ext[i0], (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
+  memcpy(ext_bytes(buf), inl_ext(comm, op, rank, round), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
   return buf;
 }
 
@@ -149,7 +162,7 @@ static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g
   char *buf = comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
   const unsigned i0 = inl_slot(comm, g);
   memcpy(a->inl[i0].data, buf, COLLIE_SHM_INLINE_FIRST);
-  memcpy(a->inl_ext[i0], ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
+  memcpy(inl_ext(comm, op, comm->rank, g), ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
 }
 
 /* The area's two layouts. Most collectives stage round g in buffer g mod 2 (its first
@@ -179,12 +192,13 @@ static uint64_t area_slots(const collie_comm_t *comm) {
 }
 
 /* Rounds after which round g's staging space is free again (when every rank has finished
- * round g - back). At most the inline slots: every first round also writes its slot's
+ * round g - back): the inline slots in use, or the wide slots for an inline round of more
+ * than 8 lines (transport/shm.h). At most the inline slots: every first round also writes its slot's
  * tag, key, fingerprint and buffer locations, which a slower rank may still be reading
  * (an 8 MiB area has 64 broadcast slots: a root 33 calls ahead overwrote them, and the
  * reader reported a mismatch of calls that matched). */
 static uint64_t reuse_distance(const collie_comm_t *comm, const collie_op_t *op) {
-  if (op->nat_inline) return comm->shm->inl_slots;
+  if (op->nat_inline) return inl_wide(op) ? COLLIE_SHM_WIDE_SLOTS : comm->shm->inl_slots;
   if (layout(op) == LAYOUT_BUFFERS) return 2;
   const uint64_t slots = area_slots(comm);
   return slots < comm->shm->inl_slots ? slots : comm->shm->inl_slots;

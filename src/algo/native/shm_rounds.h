@@ -19,6 +19,15 @@ static inline unsigned inl_slot(const collie_comm_t *comm, uint64_t g) {
   return (unsigned)(g & (comm->shm->inl_slots - 1));
 }
 
+/* Whether op's inline rounds take a wide slot for their further lines (transport/shm.h). */
+static inline bool inl_wide(const collie_op_t *op) { return op->nat_inl_lines > COLLIE_SHM_INLINE_LINES_SMALL; }
+
+/* The further lines of round g of op in rank r's area: its slot's, or its wide slot's. */
+static inline collie_shm_inline_ext_t *inl_ext(collie_comm_t *comm, const collie_op_t *op, int r, uint64_t g) {
+  collie_shm_area_t *a = collie_shm_area(comm, r);
+  return inl_wide(op) ? a->inl_wide[g & (COLLIE_SHM_WIDE_SLOTS - 1)] : a->inl_ext[inl_slot(comm, g)];
+}
+
 /* Where rank `rank` published its buffers for first round g (the single-copy path): by
  * inline slot, as the fingerprints, since a broadcast root runs slots ahead (shm.h). */
 static inline collie_shm_bufloc_t *shm_locs(collie_comm_t *comm, int rank, uint64_t g) {
@@ -36,11 +45,11 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
     /* The first line's tag is released after the other lines (spread_inline), so it alone
      * says `ready` and `staged`; `ready` prefetches the other lines, so that they arrive
      * together rather than when the copy reaches them. */
-    collie_shm_area_t *a = shm_area_of(comm, r);
-    const unsigned p = inl_slot(comm, want - 1);
-    if (c == COLLIE_SHM_READY)
-      for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&a->inl_ext[p][i - 1]);
-    return atomic_load_explicit(&a->inl[p].tag, memory_order_acquire);
+    if (c == COLLIE_SHM_READY) {
+      const collie_shm_inline_ext_t *ext = inl_ext(comm, op, r, want - 1);
+      for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&ext[i - 1]);
+    }
+    return atomic_load_explicit(&shm_area_of(comm, r)->inl[inl_slot(comm, want - 1)].tag, memory_order_acquire);
   }
   return shm_counter(comm, r, c);
 }
