@@ -119,8 +119,16 @@ dead-in-destroy)
   echo "PASS: the destroys ended and named rank $victim ($n ranks, $transport)"
   ;;
 connect-timeout)
-  # Nobody listens on the port: rank 1 must give up after COLLIE_CONNECT_TIMEOUT.
+  # Nobody listens on the port: rank 1 must give up after COLLIE_CONNECT_TIMEOUT. A socket
+  # bound to the port without listening holds it meanwhile (connections are refused), so
+  # that no test running beside this one can take it and answer.
   export COLLIE_CONNECT_TIMEOUT=2
+  /usr/bin/python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); print("held", flush=True); time.sleep(60)' "$port" \
+    >"$dir/hold.out" 2>&1 &
+  pids[100]=$! # killed by cleanup
+  for _ in $(seq 100); do grep -q held "$dir/hold.out" 2>/dev/null && break; sleep 0.05; done
+  grep -q held "$dir/hold.out" || die "could not hold port $port"
   start_rank 1 2 connect-timeout
   wait_until "${pids[1]}" "$(echo "$(date +%s.%N) + 15" | bc)"
   [ "$st" = 0 ] || die "rank 1: $st"
