@@ -80,13 +80,12 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * up to 32 rounds ahead instead of the area's 8 slots (and with more ranks than CPUs keeps
  * its core that long). 2 cores, us, staged (or the binomial tree, the cost model's choice
  * there with more ranks than CPUs) against inline, 4 alternating pairs of -n 10000, the
- * CPUs 0.05 to 0.34 us apart (line_probe): 2 ranks, 1 KiB 0.65 to 0.75 against 0.29 to
- * 0.30; 4 ranks, 512 B 0.84 to 1.14 against 0.34 to 0.66, 4 KiB 1.04 to 1.69 against 0.66
- * to 1.27; 8 ranks, 4 KiB 2.31 to 3.92 against 1.18 to 1.77 (docs/algorithms.md has the
- * table). With a CPU per rank 2 KiB (33 lines) lost where the CPUs were 0.33 us apart:
- * 0.53 to 0.61 staged against 0.89 to 1.29 inline (6 pairs; the reader waits for more
- * misses than a core keeps in flight). Every rank must choose alike: hence the host's
- * count of CPUs. */
+ * CPUs 0.05 to 0.35 us apart (line_probe): 2 ranks, 1 KiB 0.19 to 0.64 against 0.13 to
+ * 0.33; 4 ranks, 512 B 0.81 to 1.14 against 0.35 to 0.71, 4 KiB 1.05 to 1.71 against 0.70
+ * to 1.19; 8 ranks, 4 KiB 2.36 to 3.55 against 1.19 to 1.83 (docs/algorithms.md has the
+ * table). With a CPU per rank 2 KiB (33 lines) still lost where the CPUs were 0.33 us
+ * apart: 0.54 to 0.57 staged against 0.60 to 0.68 inline (3 pairs; alike where they were
+ * 0.06 apart). Every rank must choose alike: hence the host's count of CPUs. */
 enum { BCAST_LINES_UNCROWDED = 17 };
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
   const collie_proto_t proto = collie_tune_proto(comm); /* COLLIE_PROTO, the same on every rank (settings.c) */

@@ -28,6 +28,12 @@ static inline collie_shm_inline_ext_t *inl_ext(collie_comm_t *comm, const collie
   return inl_wide(op) ? a->inl_wide[g & (COLLIE_SHM_WIDE_SLOTS - 1)] : a->inl_ext[inl_slot(comm, g)];
 }
 
+/* Prefetches the further lines of round g of op in rank r's area. */
+static inline void inl_prefetch(collie_comm_t *comm, const collie_op_t *op, int r, uint64_t g) {
+  const collie_shm_inline_ext_t *ext = inl_ext(comm, op, r, g);
+  for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&ext[i - 1]);
+}
+
 /* Where rank `rank` published its buffers for first round g (the single-copy path): by
  * inline slot, as the fingerprints, since a broadcast root runs slots ahead (shm.h). */
 static inline collie_shm_bufloc_t *shm_locs(collie_comm_t *comm, int rank, uint64_t g) {
@@ -44,12 +50,18 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
   if (op->nat_inline && (c == COLLIE_SHM_READY || c == COLLIE_SHM_STAGED)) {
     /* The first line's tag is released after the other lines (spread_inline), so it alone
      * says `ready` and `staged`; `ready` prefetches the other lines, so that they arrive
-     * together rather than when the copy reaches them. */
-    if (c == COLLIE_SHM_READY) {
-      const collie_shm_inline_ext_t *ext = inl_ext(comm, op, r, want - 1);
-      for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&ext[i - 1]);
-    }
-    return atomic_load_explicit(&shm_area_of(comm, r)->inl[inl_slot(comm, want - 1)].tag, memory_order_acquire);
+     * together rather than when the copy reaches them. Up to 8 lines, at every look, ahead
+     * of the tag (2 ranks, CPUs 0.33 us apart, us: 400 B all-reduce 0.46 against 0.49 after
+     * it, 480 B all-gather 0.44 against 0.49); a wide round's only once its tag is there:
+     * a reader waiting for a root that is still writing them pulled its many lines away
+     * at every look (2 ranks, 2 KiB, 0.93 to 1.29 us against 0.60 to 0.68; 3 ranks on 2
+     * cores 1.41 to 1.50 against 0.92 to 0.94; 4 ranks, 1 KiB, 0.97 to 1.09 against 0.84 to
+     * 0.87). */
+    if (c == COLLIE_SHM_READY && !inl_wide(op)) inl_prefetch(comm, op, r, want - 1);
+    const uint64_t tag =
+        atomic_load_explicit(&shm_area_of(comm, r)->inl[inl_slot(comm, want - 1)].tag, memory_order_acquire);
+    if (c == COLLIE_SHM_READY && inl_wide(op) && tag >= want) inl_prefetch(comm, op, r, want - 1);
+    return tag;
   }
   return shm_counter(comm, r, c);
 }
