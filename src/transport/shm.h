@@ -90,9 +90,10 @@ _Static_assert(sizeof(collie_shm_line_t) == 64, "the counters fill one cache lin
  * tag (the round + 1): NCCL's low-latency idea, the flag in the data's line. Per slot,
  * the first line holds the tag, the call key and 40 bytes, and up to COLLIE_SHM_INLINE_EXT
  * more lines 64 bytes each, written before the tag (which is released after them and
- * stands for `ready` and `staged`). A reader waiting for the tag
- * prefetches the other lines, so that they travel together instead of one after the other
- * (through the staging buffer: the counters' line, then the data's). Those lines once
+ * stands for `ready` and `staged`). A reader waiting for the tag prefetches the other
+ * lines (those of a wide round, below, once the tag is there: algo/native/shm_rounds.h),
+ * so that they travel together instead of one after the other (through the staging
+ * buffer: the counters' line, then the data's). Those lines once
  * carried a tag each, as in NCCL, where the data crosses a bus that may reorder it; here
  * the release/acquire pair orders them. */
 /* Inline rounds cycle through slots of lines (staged rounds through the two staging
