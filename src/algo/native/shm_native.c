@@ -154,6 +154,15 @@ static char *inline_bytes(collie_comm_t *comm, const collie_op_t *op, int rank, 
   return buf;
 }
 
+/* Copies rank's n inline bytes of round g (more than the first line's) straight from its
+ * lines to dst: a broadcast's reader, whose bytes go to one place, skips inline_bytes'
+ * gathering copy (alternating runs, us: 4 ranks on 2 cores, 4 KiB, 1.15 to 1.18 against 1.00
+ * to 1.10; 2 ranks, 1 KiB, 0.27 to 0.34 against 0.13 to 0.27). */
+static void copy_inline_out(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t g, char *dst, size_t n) {
+  memcpy(dst, shm_area_of(comm, rank)->inl[inl_slot(comm, g)].data, COLLIE_SHM_INLINE_FIRST);
+  memcpy(dst + COLLIE_SHM_INLINE_FIRST, inl_ext(comm, op, rank, g), n - COLLIE_SHM_INLINE_FIRST);
+}
+
 /* Spreads this rank's inline bytes (inl_bytes) over its lines; the first line's tag
  * follows later (advance), released after them. */
 static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
@@ -401,6 +410,10 @@ static void drain(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
       break;
     case COLLIE_COLL_BROADCAST: {
       if (own_piece_in_fill(comm, op, lo)) break; /* the root's piece, copied by the fill */
+      if (me != op->root && op->nat_inline && op->nat_inl_lines > 1) {
+        copy_inline_out(comm, op, op->root, g, recv + lo * e, len * e);
+        break;
+      }
       const char *src = me == op->root ? send + lo * e : staged(comm, op, op->root, g);
       shm_put(op, recv + lo * e, src, len * e, me != op->root);
       break;
