@@ -154,6 +154,13 @@ static bool populate_known(void) {
 static void prefault_ring(char *ring) { prefault(ring, sizeof(ring_ctl_t)); }
 
 /* The collective area's counters and both staging buffers. */
+/* Records the segment mapped for local index li, and where its collective area lies: the
+ * collectives look the areas up many times a call (collie_shm_area). */
+static void set_seg(collie_shm_state_t *st, int li, void *seg) {
+  st->segs[li] = seg;
+  st->areas[li] = st->area_off ? (collie_shm_area_t *)((char *)seg + st->area_off) : NULL;
+}
+
 static void prefault_area(const collie_shm_state_t *st, void *seg) {
   if (!st->area_off) return;
   collie_shm_area_t *a = (collie_shm_area_t *)((char *)seg + st->area_off);
@@ -364,8 +371,9 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   st->mine->nrings = (uint64_t)comm->nlocal;
   st->mine->magic = SEG_MAGIC;
   st->segs = calloc((size_t)comm->nlocal, sizeof(void *));
-  if (!st->segs) return collie_init_no_memory(comm, comm->rank, "its table of shared-memory segments");
-  st->segs[comm->local_rank] = p;
+  st->areas = calloc((size_t)comm->nlocal, sizeof(*st->areas));
+  if (!st->segs || !st->areas) return collie_init_no_memory(comm, comm->rank, "its table of shared-memory segments");
+  set_seg(st, comm->local_rank, p);
   collie_shm_probe_offer(comm);
   collie_shm_cma_offer(comm);
   for (int li = 0; li < comm->nlocal; li++)
@@ -412,7 +420,7 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     if (p == MAP_FAILED)
       return collie_error(comm, COLLIE_ERR_SYSTEM, "rank %d could not map the segment of %s: %s%s", comm->rank,
                           collie_peer_desc(comm, r, pd, sizeof(pd)), strerror(e), collie_memory_hint(e));
-    st->segs[li] = p;
+    set_seg(st, li, p);
     shm_peer_t *sp = calloc(1, sizeof(*sp));
     if (sp && !(sp->taken = calloc(2 * st->nslots, sizeof(*sp->taken)))) {
       free(sp);
@@ -462,6 +470,7 @@ void collie_shm_destroy(collie_comm_t *comm) {
   for (int li = 0; st->segs && li < comm->nlocal; li++)
     if (st->segs[li]) munmap(st->segs[li], st->seg_bytes);
   free(st->segs);
+  free(st->areas);
   free(st->inl_bytes);
   free(st->fold_piece);
   free(st);

@@ -152,7 +152,7 @@ typedef struct {
 } collie_shm_inline_ext_t;
 _Static_assert(sizeof(collie_shm_inline_ext_t) == 64, "an inline round's further line fills one cache line");
 
-typedef struct {
+typedef struct collie_shm_area {
   _Alignas(64) collie_shm_line_t line;
   collie_shm_inline_t inl[COLLIE_SHM_INLINE_SLOTS];
   collie_shm_inline_ext_t inl_ext[COLLIE_SHM_INLINE_SLOTS][COLLIE_SHM_INLINE_EXT];
@@ -181,6 +181,7 @@ typedef struct collie_shm_state {
   char name[64];
   int unlinked;
   void **segs;      /* per local index: mapped segment (mine included) */
+  struct collie_shm_area **areas; /* per local index: its collective area in segs (NULL: none) */
   uint64_t nslots, slot_size;
   size_t area_off;  /* offset of the collective area in every segment; 0: none */
   size_t area_size; /* bytes of each of its two staging buffers */
@@ -283,8 +284,7 @@ void collie_shm_destroy(collie_comm_t *comm);
  * staging buffer `parity` (0 or 1). */
 static inline collie_shm_area_t *collie_shm_area(const collie_comm_t *comm, int li) {
   const collie_shm_state_t *st = comm->shm;
-  if (!st || !st->area_off || !st->segs[li]) return NULL;
-  return (collie_shm_area_t *)((char *)st->segs[li] + st->area_off);
+  return st && st->areas ? st->areas[li] : NULL;
 }
 static inline char *collie_shm_area_buf(collie_shm_area_t *a, int parity, size_t area_size) {
   return (char *)(a + 1) + (size_t)parity * area_size;
