@@ -11,6 +11,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "algo/algo.h"
 #include "bootstrap/socket.h"
@@ -303,6 +306,17 @@ collie_shm_area_sizes_t collie_shm_area_sizes(int nlocal) {
   return (collie_shm_area_sizes_t){AREA_LARGE, host_crowded(nlocal) ? AREA_LARGE : set};
 }
 
+/* Whether the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8: AMD since the K8, Intel
+ * since Broadwell). */
+static bool cpu_has_prefetchw(void) {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  return __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_PRFCHW);
+#else
+  return false;
+#endif
+}
+
 collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_state_t *st = calloc(1, sizeof(*st));
   if (!st) return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
@@ -312,6 +326,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   st->seg_bytes = rings_bytes(comm->nlocal);
   st->crowded = host_crowded(comm->nlocal);
   st->inl_slots = st->crowded ? COLLIE_SHM_INLINE_SLOTS : COLLIE_SHM_INLINE_SLOTS_UNCROWDED;
+  st->prefetchw = cpu_has_prefetchw();
   /* The collective area exists when every rank shares this host: the shared-memory
    * collectives need all ranks' areas. Its pages are touched only when used. */
   const collie_shm_area_sizes_t coll = collie_shm_area_sizes(comm->nlocal);

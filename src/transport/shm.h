@@ -197,6 +197,7 @@ typedef struct collie_shm_state {
   bool lazy_rings;  /* rings get their memory as pairs use them, not at creation (shm.c) */
   bool prewrite;    /* staging buffers are mapped (and written) whole at creation */
   bool wake_pending; /* a collective published progress; peers asleep are not woken yet (shm_rounds.h) */
+  bool prefetchw;    /* x86-64: the CPU has PREFETCHW (shm_prefetch_write in shm_rounds.h) */
   char *inl_bytes;   /* per rank, COLLIE_SHM_INLINE_BYTES: an inline round's bytes in one piece */
   collie_store_choice_t fill_stores; /* how the collectives' staging copies store (core/store_choice.h) */
   char *fold_piece; /* COLLIE_SHM_FOLD_PIECE bytes: a reduction folded here, then streamed into staging */

@@ -34,6 +34,20 @@ static inline void inl_prefetch(collie_comm_t *comm, const collie_op_t *op, int 
   for (int i = 1; i < op->nat_inl_lines; i++) __builtin_prefetch(&ext[i - 1]);
 }
 
+/* Asks for the cache line at p in a state this core may write, so that a store to it
+ * later need not wait for the other cores to give their copies up. On x86-64 that is
+ * PREFETCHW, which gcc emits for __builtin_prefetch only under -mprfchw, so it is written
+ * out and used where the CPU has it; elsewhere the builtin's write hint (aarch64: PRFM
+ * PSTL1KEEP). */
+static inline void shm_prefetch_write(const collie_comm_t *comm, const void *p) {
+#if defined(__x86_64__)
+  if (comm->shm->prefetchw) __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  (void)comm;
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 /* Where rank `rank` published its buffers for first round g (the single-copy path): by
  * inline slot, as the fingerprints, since a broadcast root runs slots ahead (shm.h). */
 static inline collie_shm_bufloc_t *shm_locs(collie_comm_t *comm, int rank, uint64_t g) {
