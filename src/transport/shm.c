@@ -156,7 +156,6 @@ static bool populate_known(void) {
 /* One ring's counters (its slots are prepared as they are used: lazy_rings). */
 static void prefault_ring(char *ring) { prefault(ring, sizeof(ring_ctl_t)); }
 
-/* The collective area's counters and both staging buffers. */
 /* Records the segment mapped for local index li, and where its collective area lies: the
  * collectives look the areas up many times a call (collie_shm_area). */
 static void set_seg(collie_shm_state_t *st, int li, void *seg) {
@@ -164,6 +163,7 @@ static void set_seg(collie_shm_state_t *st, int li, void *seg) {
   st->areas[li] = st->area_off ? (collie_shm_area_t *)((char *)seg + st->area_off) : NULL;
 }
 
+/* The collective area's counters and both staging buffers. */
 static void prefault_area(const collie_shm_state_t *st, void *seg) {
   if (!st->area_off) return;
   collie_shm_area_t *a = (collie_shm_area_t *)((char *)seg + st->area_off);

@@ -607,8 +607,8 @@ static bool done_known(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
  * call. Asked for now (PREFETCHW), while this call ends, they are this core's by then; only
  * once the readers have finished that round (a line taken from a reader still reading it
  * would travel back and forth). Broadcast, us, alternating runs against the code before,
- * CPUs 0.33 us apart (line_probe): 2 ranks, 8 B 0.155 to 0.188 against 0.210 to 0.220,
- * 128 B 0.150 to 0.161 against 0.213 to 0.225; 4 ranks on 2 cores, 8 B 0.225 to 0.250
+ * CPUs 0.33 us apart (line_probe): 2 ranks, 8 B 0.155 to 0.193 against 0.210 to 0.221,
+ * 128 B 0.149 to 0.161 against 0.213 to 0.225; 4 ranks on 2 cores, 8 B 0.224 to 0.250
  * against 0.320 to 0.341, 448 B 0.288 to 0.322 against 0.388 to 0.406; 8 ranks, 8 B 0.446
  * to 0.547 against 0.536 to 0.548; 2 ranks, 256 and 448 B, ahead in some runs (0.196 to
  * 0.205 against 0.228 to 0.234; 0.183 to 0.207 against 0.240 to 0.246) and behind in others
@@ -619,10 +619,9 @@ static bool done_known(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
  * all-reduce: 0.45 against 0.40 to 0.42 far apart). A reduce's pace is its root's: its
  * other ranks' claims change nothing there (2 and 4 ranks, 8 B: alike). */
 static void claim_next_round(collie_comm_t *comm, const collie_op_t *op, uint64_t g) {
-  if (!fills(op, comm->rank) || drain_waits_all(comm, op)) return;
+  if (inl_wide(op) || !fills(op, comm->rank) || drain_waits_all(comm, op)) return;
   const uint64_t next = g + 1, back = reuse_distance(comm, op);
   if (next >= back && comm->native_done_seen < next - back + 1) return;
-  if (inl_wide(op)) return;
   shm_prefetch_write(comm, &shm_area_of(comm, comm->rank)->inl[inl_slot(comm, next)]);
   const collie_shm_inline_ext_t *ext = inl_ext(comm, op, comm->rank, next);
   for (int i = 1; i < op->nat_inl_lines; i++) shm_prefetch_write(comm, &ext[i - 1]);
