@@ -163,10 +163,9 @@ static void set_seg(collie_shm_state_t *st, int li, void *seg) {
   st->areas[li] = st->area_off ? (collie_shm_area_t *)((char *)seg + st->area_off) : NULL;
 }
 
-/* The collective area's counters and both staging buffers. */
-static void prefault_area(const collie_shm_state_t *st, void *seg) {
-  if (!st->area_off) return;
-  collie_shm_area_t *a = (collie_shm_area_t *)((char *)seg + st->area_off);
+/* The collective area's counters and both staging buffers (a: st->areas[li], NULL: none). */
+static void prefault_area(const collie_shm_state_t *st, collie_shm_area_t *a) {
+  if (!a) return;
   prefault(a, sizeof(*a));
   for (int parity = 0; parity < 2; parity++) prepare(st, collie_shm_area_buf(a, parity, st->area_size), st->area_size, 4096);
 }
@@ -393,7 +392,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   collie_shm_cma_offer(comm);
   for (int li = 0; li < comm->nlocal; li++)
     if (li != comm->local_rank) prefault_ring(ring_at(p, li, st->nslots, st->slot_size));
-  prefault_area(st, p);
+  prefault_area(st, st->areas[comm->local_rank]);
   return COLLIE_SUCCESS;
 }
 
@@ -451,7 +450,7 @@ collie_result_t collie_shm_connect(collie_comm_t *comm) {
     sp->in_slots = in + sizeof(ring_ctl_t);
     sp->peer_hdr = p;
     prefault_ring(out);
-    prefault_area(st, p);
+    prefault_area(st, st->areas[li]);
     comm->peers[r].tp = &collie_transport_shm;
     comm->peers[r].tp_state = sp;
   }

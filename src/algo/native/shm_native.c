@@ -147,7 +147,7 @@ static char *ext_bytes(char *buf) { return buf + COLLIE_SHM_INLINE_FIRST; }
  * 0.13 to 0.27). */
 static void copy_inline_out(collie_comm_t *comm, const collie_op_t *op, int rank, uint64_t g, char *dst, size_t n) {
   memcpy(dst, shm_area_of(comm, rank)->inl[inl_slot(comm, g)].data, COLLIE_SHM_INLINE_FIRST);
-  memcpy(dst + COLLIE_SHM_INLINE_FIRST, inl_ext(comm, op, rank, g), n - COLLIE_SHM_INLINE_FIRST);
+  memcpy(ext_bytes(dst), inl_ext(comm, op, rank, g), n - COLLIE_SHM_INLINE_FIRST);
 }
 
 /* An inline round's bytes of `rank` in one piece: in its first line when they fit there;
