@@ -166,9 +166,14 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
                         comm->rank);
   }
   /* Finish what was issued here; the resources are released either way, and a failure of
-   * the communicator itself was already returned by the operations it failed. */
+   * the communicator itself was already returned by the operations it failed, except a
+   * mismatch found only now: a small reduce's other ranks compare their calls with the
+   * root's after returning (algo/native/shm_native.c), and ranks that each named the other
+   * as the root (so that none reduced) learn it here at the latest. */
+  const bool failed_before = atomic_load(&comm->failed) != 0;
+  char found[sizeof(comm->fail_msg)] = "";
   res = collie_comm_synchronize_internal(comm);
-  (void)res;
+  if (!failed_before && res == COLLIE_ERR_MISMATCH) snprintf(found, sizeof(found), "%s", comm->fail_msg);
   /* Then leave together, here: nobody's last operation fails because a rank left. Leaving
    * in a thread of its own let ranks destroy several communicators in different orders,
    * but a program that ends with _exit() right after (collie-tune's and the perf tools'
@@ -176,7 +181,8 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
    * last operation, saw it leave and failed ("rank 1 died ...": tune_end_to_end failed 5
    * runs in 6). Ranks destroy their communicators in the same order. An abort from another
    * thread meanwhile ends the wait (the communicator fails). */
-  return depart_and_release(comm);
+  res = depart_and_release(comm);
+  return found[0] ? collie_error(NULL, COLLIE_ERR_MISMATCH, "%s", found) : res;
 }
 
 enum { ABORT_LOCK_MS = 100 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/native/shm_native.h"
 #include "bootstrap/control.h"
 #include "core/comm.h"
 #include "core/comm_internal.h"
@@ -355,7 +356,7 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
     collie_lock(&comm->lock);
     int moved = collie_progress(comm);
     if (!moved) check_timeout(comm, false);
-    bool empty = comm->ops == NULL;
+    bool empty = comm->ops == NULL && !collie_native_deferred(comm);
     collie_unlock(&comm->lock);
     if (empty) break;
     if (moved) w.rounds = 0;

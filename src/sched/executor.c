@@ -391,6 +391,7 @@ void collie_fail_all_ops(collie_comm_t *comm) {
     comm->peers[p].recvq = comm->peers[p].recvq_tail = NULL;
   }
   comm->native_ops = 0;
+  collie_native_drop_deferred(comm);
   for (collie_op_t *op = comm->ops; op; op = op->next) {
     op->result = res;
     op->steps_done = true;
@@ -473,7 +474,7 @@ int collie_progress(collie_comm_t *comm) {
     }
     moved |= r > 0;
   }
-  if (comm->native_ops) {
+  if (comm->native_ops || collie_native_deferred(comm)) {
     int r = collie_native_progress(comm);
     if (r < 0) {
       collie_fail_all_ops(comm);

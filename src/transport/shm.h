@@ -138,6 +138,8 @@ _Static_assert((COLLIE_SHM_INLINE_SLOTS & (COLLIE_SHM_INLINE_SLOTS - 1)) == 0 &&
 #define COLLIE_SHM_WIDE_EXT 64
 #define COLLIE_SHM_WIDE_SLOTS 32
 #define COLLIE_SHM_INLINE_BYTES (COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_WIDE_EXT * COLLIE_SHM_INLINE_NEXT)
+/* The most bytes of a round of COLLIE_SHM_INLINE_LINES_SMALL lines (488). */
+#define COLLIE_SHM_INLINE_SMALL_BYTES (COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_EXT * COLLIE_SHM_INLINE_NEXT)
 _Static_assert(COLLIE_SHM_WIDE_SLOTS <= COLLIE_SHM_INLINE_SLOTS_UNCROWDED &&
                    (COLLIE_SHM_WIDE_SLOTS & (COLLIE_SHM_WIDE_SLOTS - 1)) == 0,
                "wide slots: a power of two, reused no later than the inline slots");
@@ -198,6 +200,12 @@ typedef struct collie_shm_state {
   bool prewrite;    /* staging buffers are mapped (and written) whole at creation */
   bool wake_pending; /* a collective published progress; peers asleep are not woken yet (shm_rounds.h) */
   bool prefetchw;    /* x86-64: the CPU has PREFETCHW (shm_prefetch_write in shm_rounds.h) */
+  /* A small reduce's other ranks return without waiting for its root (shm_native.c,
+   * defers_check): rounds from verify_lo to verify_hi have finished here, but `done` says
+   * so only once each such round's call was compared with its root's; verify_root, per
+   * inline slot, names that root (+1; 0: nothing to compare in that round). */
+  uint64_t verify_lo, verify_hi;
+  int32_t verify_root[COLLIE_SHM_INLINE_SLOTS];
   char *inl_bytes;   /* per rank, COLLIE_SHM_INLINE_BYTES: an inline round's bytes in one piece */
   collie_store_choice_t fill_stores; /* how the collectives' staging copies store (core/store_choice.h) */
   char *fold_piece; /* COLLIE_SHM_FOLD_PIECE bytes: a reduction folded here, then streamed into staging */

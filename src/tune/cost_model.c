@@ -193,9 +193,11 @@ static bool all_wait(const formula_t *f, double n) {
    * VM, 2 cores, 8 B, medians of 3 to 5: 4 ranks 0.31 us against binomial's 0.8, 8 ranks
    * 1.23 against 2.34 (with 32 slots); 4 KiB (where ranks outnumber CPUs, the only case that
    * asks, a broadcast's inline lines take COLLIE_SHM_INLINE_BYTES) 4 ranks 0.58 to 0.64
-   * against 1.04 to 1.62, 8 ranks 1.00 to 1.05 against 2.26 to 2.37. A small reduce's root
-   * still waits for everyone: 4 ranks shm 2.2 against binomial's 1.27. */
+   * against 1.04 to 1.62, 8 ranks 1.00 to 1.05 against 2.26 to 2.37. So does a reduce's
+   * every other rank in inline rounds (shm_native.c: defers_check): 8 B, 4 ranks 0.28 us
+   * against binomial's 1.00 (1.8 while they waited for the root), 8 ranks 0.61 against 2.15. */
   if (f->pipe == PIPE_AREA && f->coll == COLLIE_COLL_BROADCAST && n <= COLLIE_SHM_INLINE_BYTES) return false;
+  if (f->pipe == PIPE_AREA && f->coll == COLLIE_COLL_REDUCE && n <= COLLIE_SHM_INLINE_SMALL_BYTES) return false;
   return f->pipe == PIPE_AREA || !strcmp(f->algo, "rs_gather") || !strcmp(f->algo, "scatter_allgather");
 }
 
@@ -203,9 +205,10 @@ static bool all_wait(const formula_t *f, double n) {
  * less than a message: 2 ranks, 8 B allreduce 0.28 us against recursive doubling's
  * 0.40; allgather, broadcast, alltoall and reduce_scatter 0.2 to 0.35 us against 0.4
  * to 0.5, and at 16 KiB 1.9 to 2.1 us against 2.3 to 2.5. Beyond, the estimate stays a
- * message's (the ring's reduction overlap wins allreduce from 32 KiB), except as below. Not for a
- * reduce: the binomial tree's leaves leave once their message is staged, while every
- * rank waits at the synchronisation (2 ranks, 8 B: binomial 0.45 us, shm 0.66). The
+ * message's (the ring's reduction overlap wins allreduce from 32 KiB), except as below. A
+ * reduce only in inline rounds, where its other ranks leave once they have staged, as the
+ * binomial tree's leaves do (2 ranks, 8 B: shm 0.14 us, binomial 0.22; before, when they
+ * waited for the root, shm 0.66 against 0.45); staged, they wait for it. The
  * all-gather keeps it up to 128 KiB a rank: there the staged area beat messages, staged
  * or read by CMA, in every sweep (AMD VM, 2 ranks, median of 5, GB/s busbw, shm against
  * rd, by all-gather size: 32 KiB 14.6 against 11.8, 128 KiB 15.9 against 6.2 and 10.8
@@ -220,7 +223,7 @@ static bool all_wait(const formula_t *f, double n) {
  * alpha (-1: none). */
 static double single_sync_bytes(collie_coll_t coll) {
   switch (coll) {
-    case COLLIE_COLL_REDUCE: return -1;
+    case COLLIE_COLL_REDUCE: return COLLIE_SHM_INLINE_SMALL_BYTES;
     case COLLIE_COLL_ALLGATHER: return 128.0 * 1024;
     case COLLIE_COLL_ALLTOALL: return 512.0 * 1024;
     default: return COLLIE_SHM_SMALL_REDUCTION_BYTES;

@@ -1739,10 +1739,14 @@ static void run_mismatch(ctx_t *x) {
    * its own data), a small reduce (whose trees never exchange a message that shows it:
    * it waited until the exec timeout), a broadcast of 4 MiB (each root waits for the
    * other to receive) and a small scatter (sent as messages: every rank once returned
-   * success, rank 1 with its own block). Every rank must get COLLIE_ERR_MISMATCH, from the call or from a
-   * barrier after it (a rank that received the right data may finish first), naming both
-   * roots, well before the exec timeout (20 s in these tests). */
-  for (int c = 0; c < 4 && x->n > 1 && x->n <= 64; c++) {
+   * success, rank 1 with its own block). Then a small reduce without any root: ranks 0 and
+   * 1 name each other, the others rank 0 (in shared memory a reduce's other ranks return
+   * before they have compared their call with the root's, and nobody is a root here to
+   * compare them all); the same followed by collie_comm_destroy instead of a barrier.
+   * Every rank must get COLLIE_ERR_MISMATCH, from the call or from the barrier or destroy
+   * after it (a rank that received the right data may finish first), naming both roots,
+   * well before the exec timeout (20 s in these tests). */
+  for (int c = 0; c < 6 && x->n > 1 && x->n <= 64; c++) {
     collie_comm_t *rc = NULL;
     double t0 = now_s();
     /* Ranks 0 and 1 may fail the new communicator before a slower rank has finished
@@ -1753,22 +1757,30 @@ static void run_mismatch(ctx_t *x) {
       api_failed(x, NULL, "collie_comm_split", r);
       break;
     }
-    const int root = x->rank == 1 ? 1 : 0;
+    const int root = c >= 4 ? (x->rank == 0 ? 1 : 0) : x->rank == 1 ? 1 : 0;
     const size_t big = (size_t)1 << 20;
     float *bb = c == 2 ? calloc(big, sizeof(float)) : NULL;
     if (c == 2 && !bb) exit(2);
     const char *what = c == 0   ? "broadcast of 16 elements"
                        : c == 1 ? "reduce of 16 elements"
                        : c == 2 ? "broadcast of 4 MiB"
-                                : "scatter of 16 elements per rank";
+                       : c == 3 ? "scatter of 16 elements per rank"
+                       : c == 4 ? "reduce of 16 elements without a root"
+                                : "reduce of 16 elements without a root, then destroy";
     if (rc)
       r = c == 0   ? collie_broadcast(sb, sb, 16, COLLIE_FLOAT32, root, rc)
-        : c == 1 ? collie_reduce(sb, rb, 16, COLLIE_FLOAT32, COLLIE_SUM, root, rc)
+        : c == 1 || c >= 4 ? collie_reduce(sb, rb, 16, COLLIE_FLOAT32, COLLIE_SUM, root, rc)
         : c == 2 ? collie_broadcast(bb, bb, big, COLLIE_FLOAT32, root, rc)
                  : collie_scatter(sb, rb, 16, COLLIE_FLOAT32, root, rc);
-    if (!r) r = collie_barrier(rc);
+    if (!r && c == 5) {
+      r = collie_comm_destroy(rc);
+      rc = NULL;
+      msg = collie_get_last_error(NULL); /* this thread's: the communicator is gone */
+    } else {
+      if (!r) r = collie_barrier(rc);
+      msg = collie_get_last_error(rc ? rc : healthy);
+    }
     double dt = now_s() - t0;
-    msg = collie_get_last_error(rc ? rc : healthy);
     x->cases++;
     /* a root that finds another's claim names its own root and the other rank; a peer
      * asked about a message it never sent (having finished its part) names the root as

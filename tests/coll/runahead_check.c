@@ -1,9 +1,9 @@
 /* Ranks drifting apart in a sequence of shared-memory collectives. In a small broadcast
  * the root waits for nobody: it runs ahead of the slowest reader by up to the inline slots
  * in use (32, or 128 where the host's ranks outnumber its CPUs: transport/shm.h), while
- * staged rounds in between reuse their staging buffers every second round. (A small
- * reduce's other ranks wait for the root's entry into each round; reduces are here to mix
- * the rounds.) This program
+ * staged rounds in between reuse their staging buffers every second round. A small
+ * reduce's other ranks run ahead of its root the same way, comparing their calls with the
+ * root's later (algo/native/shm_native.c: defers_check). This program
  * runs one seeded random sequence on every rank: bursts of up to 80 broadcasts or reduces
  * from one root, of 1 to 108 int32 each (one to eight inline lines, and beyond into the
  * staging buffer),

@@ -57,6 +57,13 @@ void collie_native_number(collie_comm_t *comm, struct collie_op *op);
 /* Advances the oldest unfinished native operation (under comm->lock). >0 if it moved. */
 int collie_native_progress(collie_comm_t *comm);
 
+/* Whether this rank still has small reduces whose calls it has not compared with their
+ * roots' (shm_native.c, defers_check): the progress pass and collie_comm_synchronize go on
+ * until none is left. */
+bool collie_native_deferred(const collie_comm_t *comm);
+/* The communicator failed: nothing is left to compare. */
+void collie_native_drop_deferred(collie_comm_t *comm);
+
 /* For timeout sentences: what the oldest native operation waits for. */
 void collie_native_describe(collie_comm_t *comm, const struct collie_op *op, char *buf, size_t len);
 /* Under comm->lock: this rank is about to act as the root of collective #seq (a broadcast
