@@ -798,27 +798,28 @@ static int advance(collie_comm_t *comm, collie_op_t *op) {
 
 /* Returns >0 if anything moved, <0 after failing the communicator. */
 int collie_native_progress(collie_comm_t *comm) {
+  collie_op_t *op = comm->ops;
+  while (op && (!op->native || op->steps_done)) op = op->next;
+  /* Deferred comparisons first; with an operation under way its wake-up (one fence at the
+   * end of the pass for an inline round, shm_publish) serves their `done` too. */
   int verified = 0;
   if (collie_native_deferred(comm)) {
-    verified = verify_deferred(comm, NULL);
+    verified = verify_deferred(comm, op);
     if (verified < 0) return -1;
   }
-  for (collie_op_t *op = comm->ops; op; op = op->next) {
-    if (!op->native || op->steps_done) continue;
-    int moved = advance(comm, op);
-    if (moved >= 0) moved |= verified;
-    if (comm->shm->wake_pending) { /* see shm_publish */
-      comm->shm->wake_pending = false;
-      collie_shm_notify_others(comm);
-    }
-    if (moved < 0) return -1;
-    if (op->nat_round == op->nat_end) {
-      op->steps_done = true;
-      comm->native_ops--;
-    }
-    return moved;
+  if (!op) return verified;
+  int moved = advance(comm, op);
+  if (moved >= 0) moved |= verified;
+  if (comm->shm->wake_pending) { /* see shm_publish */
+    comm->shm->wake_pending = false;
+    collie_shm_notify_others(comm);
   }
-  return verified;
+  if (moved < 0) return -1;
+  if (op->nat_round == op->nat_end) {
+    op->steps_done = true;
+    comm->native_ops--;
+  }
+  return moved;
 }
 
 void collie_native_describe(collie_comm_t *comm, const collie_op_t *op, char *buf, size_t len) {
