@@ -1307,22 +1307,37 @@ static void fuzz_absorb(ctx_t *into, const ctx_t *from) {
 /* After a failure, the requests still in flight are collected once their communicators
  * are aborted (their wait then returns at once, with the failure): waited for before, one
  * on a communicator that has not failed here could wait for peers that gave up. Without
- * a wait they leaked (ASan's leak check). Per thread: each has its own communicators. */
+ * a wait they leaked (ASan's leak check). Their buffers stay until then: the library may
+ * write into a receive buffer until its request completes, and a progress thread did, on
+ * a communicator that had not yet learnt of the failure, after these buffers had been
+ * freed (glibc: "corrupted double-linked list"; CI, coll_fuzz_stop_progress_thread_4).
+ * Per thread: each has its own communicators. */
+enum { FUZZ_ORPHANS = 64 }; /* in flight at once: a window of 8, and a group of 4 */
 static _Thread_local struct {
-  collie_request_t *req[64];
+  case_t c[FUZZ_ORPHANS];
   int n;
 } fuzz_orphans;
 
 static void fuzz_drop(case_t *c) {
-  collie_request_t *reqs[2] = {c->req, c->req2};
-  for (int k = 0; k < 2; k++)
-    if (reqs[k] && fuzz_orphans.n < 64) fuzz_orphans.req[fuzz_orphans.n++] = reqs[k];
+  if (!c->req && !c->req2) { /* completed */
+    case_free(c);
+    return;
+  }
+  if (fuzz_orphans.n == FUZZ_ORPHANS) { /* never: stop rather than free buffers in use */
+    fprintf(stderr, "coll_check: more than %d operations in flight after a failure\n", FUZZ_ORPHANS);
+    exit(2);
+  }
+  fuzz_orphans.c[fuzz_orphans.n++] = *c;
   c->req = c->req2 = NULL;
-  case_free(c);
 }
 
 static void fuzz_collect_orphans(void) {
-  for (int k = 0; k < fuzz_orphans.n; k++) collie_wait(fuzz_orphans.req[k]);
+  for (int k = 0; k < fuzz_orphans.n; k++) {
+    case_t *c = &fuzz_orphans.c[k];
+    if (c->req) collie_wait(c->req);
+    if (c->req2) collie_wait(c->req2);
+    case_free(c);
+  }
   fuzz_orphans.n = 0;
 }
 
