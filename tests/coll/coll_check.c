@@ -145,7 +145,7 @@ typedef struct {
   int fatal;       /* an API call failed unexpectedly: stop issuing collectives */
   uint64_t next_id; /* case ids: the same sequence on every rank */
   int64_t *vals;   /* n inputs of one element */
-  char fail_msg[512]; /* the first failed call's error (--fuzz-kill) */
+  char fail_msg[1024]; /* the first failed call's error (--fuzz-kill), whole: as long as the library's (its chain of waits names the stopped rank last) */
 } ctx_t;
 
 static void say(const ctx_t *x, const char *fmt, ...) {
@@ -700,34 +700,39 @@ static collie_result_t case_post(ctx_t *x, case_t *c, collie_request_t **rq) {
         r = collie_group_end();
         return first ? first : r;
       }
+      /* Every request posted is completed before the buffers can go, also after an error
+       * (which fails the communicator: the rest then complete at once, with it). Returned
+       * at the first error, the others leaked (ASan), and a progress thread could still
+       * write into the receive buffer the caller then freed. */
       collie_request_t *q[4] = {NULL, NULL, NULL, NULL};
+      collie_result_t first = COLLIE_SUCCESS;
       if (c->root == 1) {
-        if ((r = collie_irecv(rp, cnt, dt, right, comm, &q[0]))) return r;
-        if ((r = collie_isend(sp, cnt, dt, left, comm, &q[1]))) return r;
-        if ((r = collie_wait(q[1]))) return r;
-        int done = 0;
-        while (!done)
-          if ((r = collie_test(q[0], &done))) return r;
-        return COLLIE_SUCCESS;
-      }
-      /* two in flight each way; receives posted first on odd ranks */
-      for (int k = 0; k < 2; k++) {
-        if (me % 2) {
-          if ((r = collie_irecv(rp + (size_t)k * cnt * e, cnt, dt, left, comm, &q[k]))) return r;
-        } else if ((r = collie_isend(sp + (size_t)k * cnt * e, cnt, dt, right, comm, &q[2 + k]))) {
-          return r;
+        first = collie_irecv(rp, cnt, dt, right, comm, &q[0]);
+        if (!first) first = collie_isend(sp, cnt, dt, left, comm, &q[1]);
+        if (!first) {
+          first = collie_wait(q[1]);
+          q[1] = NULL;
+        }
+        for (int done = 0; !first && !done;) { /* collie_test frees it once done, or on an error */
+          first = collie_test(q[0], &done);
+          if (done || first) q[0] = NULL;
+        }
+      } else {
+        /* two in flight each way; receives posted first on odd ranks */
+        for (int k = 0; k < 4 && !first; k++) {
+          const int j = k % 2;
+          if ((me % 2 == 1) == (k < 2))
+            first = collie_irecv(rp + (size_t)j * cnt * e, cnt, dt, left, comm, &q[j]);
+          else
+            first = collie_isend(sp + (size_t)j * cnt * e, cnt, dt, right, comm, &q[2 + j]);
         }
       }
-      for (int k = 0; k < 2; k++) {
-        if (me % 2) {
-          if ((r = collie_isend(sp + (size_t)k * cnt * e, cnt, dt, right, comm, &q[2 + k]))) return r;
-        } else if ((r = collie_irecv(rp + (size_t)k * cnt * e, cnt, dt, left, comm, &q[k]))) {
-          return r;
-        }
+      for (int k = 3; k >= 0; k--) {
+        if (!q[k]) continue;
+        r = collie_wait(q[k]);
+        if (!first) first = r;
       }
-      for (int k = 3; k >= 0; k--)
-        if ((r = collie_wait(q[k]))) return r;
-      return COLLIE_SUCCESS;
+      return first;
     }
     default:
       return COLLIE_ERR_INTERNAL;

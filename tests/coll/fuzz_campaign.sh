@@ -7,6 +7,7 @@
 # command reruns it exactly.
 #   tests/coll/fuzz_campaign.sh SECONDS [BIN_DIR (build/bin)] [OUT_DIR (a new temporary one)]
 set -u
+. "$(dirname "$0")/campaign_run.sh"
 secs=${1:?usage: fuzz_campaign.sh SECONDS [BIN_DIR] [OUT_DIR]}
 bin=${2:-build/bin}
 out=${3:-$(mktemp -d)}
@@ -37,13 +38,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
   1) cmd+=(--register mixed) ;;
   2) cmd+=(--fuzz-threads 2) ;;
   esac
-  log=$(timeout 250 "${cmd[@]}" 2>&1)
-  rc=$?
-  if [ $rc != 0 ]; then
-    failed=$((failed + 1))
-    { printf '%q ' "${cmd[@]}"; printf '\nexit status %s\n%s\n' $rc "$log"; } >"$out/fail-$runs"
-    echo "FAIL (exit status $rc), see $out/fail-$runs: ${cmd[*]}"
-  fi
+  campaign_run 250 "${cmd[@]}"
 done
 echo "fuzz_campaign: $runs runs, $failed failed (failures in $out)"
 [ $failed = 0 ]

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# A random campaign of failures, for a developer hunting rare faults in the failure paths
+# (not a ctest): until SECONDS have passed, runs the victim tests (fuzz_kill_test.sh and
+# fuzz_stop_test.sh, the checks of the ctests coll_fuzz_kill_* and coll_fuzz_stop_*) with
+# a random victim, operation, seed and rank count (2 to 6), and at random TCP,
+# COLLIE_PROTO=simple, a progress thread, 2 fake hosts, --fuzz-split or --fuzz-threads 2.
+# Each failure's command line and output go to OUT_DIR/fail-N; the command reruns it.
+# The ctests pin a few such runs; this explores others (CI once met a resumed rank that
+# crashed in one of them: a receive written into a buffer the test had freed).
+#   tests/coll/fault_campaign.sh SECONDS [BIN_DIR (build/bin)] [OUT_DIR (a new temporary one)]
+set -u
+. "$(dirname "$0")/campaign_run.sh"
+secs=${1:?usage: fault_campaign.sh SECONDS [BIN_DIR] [OUT_DIR]}
+bin=${2:-build/bin}
+out=${3:-$(mktemp -d)}
+here=$(cd "$(dirname "$0")" && pwd)
+[ -x "$bin/collie-run" ] && [ -x "$bin/coll_check" ] || { echo "fault_campaign: no $bin/collie-run or coll_check: make build" >&2; exit 2; }
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# the ranks split over two fake hosts by parity (exec: the victim's pid stays coll_check's)
+two_hosts=$out/two_hosts.sh
+printf '#!/bin/sh\nCOLLIE_HOST_ID=h$((COLLIE_RANK %% 2)) exec "%s" "$@"\n' "$(cd "$bin" && pwd)/coll_check" >"$two_hosts"
+chmod +x "$two_hosts"
+end=$(($(date +%s) + secs))
+runs=0
+failed=0
+while [ "$(date +%s)" -lt "$end" ]; do
+  runs=$((runs + 1))
+  n=$((2 + RANDOM % 5))
+  victim=$((RANDOM % n)):$((1 + RANDOM % 300))
+  env=(COLLIE_EXEC_TIMEOUT=6)
+  case $((RANDOM % 5)) in
+  0) env+=(COLLIE_TRANSPORT=tcp) ;;
+  1) env+=(COLLIE_PROTO=simple) ;;
+  2) env+=(COLLIE_PROGRESS_THREAD=1) ;;
+  esac
+  if [ $((RANDOM % 2)) = 0 ]; then test=fuzz_kill_test.sh; else test=fuzz_stop_test.sh; fi
+  args=(--seed $RANDOM$RANDOM)
+  case $((RANDOM % 4)) in
+  0) args+=(--fuzz-split) ;;
+  1) args+=(--fuzz-threads 2) ;;
+  esac
+  check=$bin/coll_check
+  [ $((RANDOM % 4)) = 0 ] && check=$two_hosts
+  cmd=(env "${env[@]}" bash "$here/$test" "$bin/collie-run" "$check" $n $victim "${args[@]}")
+  campaign_run 200 "${cmd[@]}"
+done
+echo "fault_campaign: $runs runs, $failed failed (failures in $out)"
+[ $failed = 0 ]
