@@ -118,9 +118,12 @@ static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t
   /* the far end of the chain: where the peer's answer says it ends, else the peer itself */
   char t[COLLIE_WAITS_TEXT], e[COLLIE_WAITS_TEXT], pd[160];
   const int q = asked(c, t, e);
-  const char *how = q < -1 ? collie_rank_stopped(c, -2 - q) : NULL;
+  /* the peer asked that did not answer, or (nobody asked: c only moves inside another
+   * communicator's wait, which alone reports its stalls) the peer c waits for */
+  const int quiet = q < -1 ? -2 - q : q == -1 ? p : -1;
+  const char *how = quiet >= 0 ? collie_rank_stopped(c, quiet) : NULL;
   if (q >= 0) snprintf(s->end, sizeof(s->end), "%s", e[0] ? e : t);
-  else if (how) snprintf(s->end, sizeof(s->end), "%s is %s", collie_peer_desc(c, -2 - q, pd, sizeof(pd)), how);
+  else if (how) snprintf(s->end, sizeof(s->end), "%s is %s", collie_peer_desc(c, quiet, pd, sizeof(pd)), how);
   else s->end[0] = 0;
   return true;
 }

@@ -105,6 +105,12 @@ add_fuzz_stop_test(coll_fuzz_stop_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
 add_fuzz_stop_test(coll_fuzz_stop_tcp_root_4 4 0:11 "COLLIE_TRANSPORT=tcp" --seed 30526)
 add_fuzz_stop_test(coll_fuzz_stop_progress_thread_4 4 2:150 "COLLIE_PROGRESS_THREAD=1")
 add_fuzz_stop_test(coll_fuzz_stop_multithread_3 3 1:160 "" --fuzz-threads 2 --seed 22637)
+# Rank 3 blocked in a collective on one communicator, whose wait also moves its operation
+# on another (stuck on the frozen rank): asked what it waits for, it named the first (a
+# cycle back to the asker) until the other's idle time was kept too (core/progress_others.c).
+# The answers travel one rank a report interval (2 s): 10 s leave the chain room, where 6
+# failed about one run in 6 (a rank asked just as its own wait began).
+add_fuzz_stop_test(coll_fuzz_stop_split_6 6 5:198 "COLLIE_EXEC_TIMEOUT=10" --fuzz-split --seed 761315764)
 
 # TCP between local ranks.
 foreach(n 2 3 5)
