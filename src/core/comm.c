@@ -69,7 +69,10 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
   if (!first) return;
   int sub = res == COLLIE_ERR_REMOTE ? COLLIE_SUB_TRANSPORT : res == COLLIE_ERR_SYSTEM ? COLLIE_SUB_INIT : COLLIE_SUB_COLL;
   if (res != COLLIE_ERR_ABORTED) COLLIE_WARN(sub, comm->rank, "%s", msg);
-  if (!from_remote && res != COLLIE_ERR_ABORTED) collie_ctl_send_fail(comm, res, msg);
+  if (!from_remote && res != COLLIE_ERR_ABORTED) {
+    collie_shm_post_failure(comm, res, msg); /* the local peers learn it without rank 0 */
+    collie_ctl_send_fail(comm, res, msg);
+  }
   collie_comm_wake(comm);
 }
 

@@ -187,6 +187,15 @@ collie_result_t collie_comm_destroy(collie_comm_t *comm) {
 
 enum { ABORT_LOCK_MS = 100 };
 
+void collie_abort_notice(const collie_comm_t *comm, char *buf, size_t len) {
+  char me[160];
+  /* with its pid and host: on a split communicator the rank number alone is hard to trace */
+  snprintf(buf, len,
+           "%s aborted its communicator (collie_comm_abort); every rank now fails its pending and next "
+           "operations on it: destroy it, and create a new one to go on",
+           collie_peer_desc(comm, comm->rank, me, sizeof(me)));
+}
+
 collie_result_t collie_comm_abort(collie_comm_t *comm) {
   collie_result_t res = collie_comm_check_handle(comm, "collie_comm_abort");
   if (res) return res;
@@ -203,12 +212,9 @@ collie_result_t collie_comm_abort(collie_comm_t *comm) {
   /* The other ranks are told, best effort (not while another thread sends on the control
    * channel): they reported that this rank "died or closed its connection without
    * destroying the communicator". */
-  char msg[512], me[160];
-  /* with its pid and host: on a split communicator the rank number alone is hard to trace */
-  snprintf(msg, sizeof(msg),
-           "%s aborted its communicator (collie_comm_abort); every rank now fails its pending and next "
-           "operations on it: destroy it, and create a new one to go on",
-           collie_peer_desc(comm, comm->rank, me, sizeof(me)));
+  char msg[512];
+  collie_abort_notice(comm, msg, sizeof(msg));
+  collie_shm_post_failure(comm, COLLIE_ERR_REMOTE, msg);
   collie_ctl_try_send_fail(comm, COLLIE_ERR_REMOTE, msg);
   /* Called from a signal handler that interrupted this thread inside the library, with the
    * lock held (or just taken, its owner not yet written): the teardown would wait for it

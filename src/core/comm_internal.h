@@ -12,6 +12,8 @@ collie_result_t collie_comm_init_internal(collie_comm_t **out, int nranks, colli
                                           const collie_config_t *config, int listen_fd);
 /* Releases transports, threads and sockets (not the struct itself). */
 void collie_comm_teardown(collie_comm_t *comm);
+/* What the other ranks are told when this rank aborts its communicator. */
+void collie_abort_notice(const collie_comm_t *comm, char *buf, size_t len);
 void collie_comm_free(collie_comm_t *comm);
 collie_result_t collie_start_progress_thread(collie_comm_t *comm);
 /* Checks COLLIE_ALGO / config->algo names (tune/). */

@@ -511,6 +511,29 @@ void collie_shm_notify_others(collie_comm_t *comm) {
     if (li != comm->local_rank) wake_if_sleeping(comm->shm->segs[li]);
 }
 
+void collie_shm_post_failure(collie_comm_t *comm, collie_result_t res, const char *msg) {
+  collie_shm_state_t *st = comm->shm;
+  collie_shm_seg_hdr_t *h = st ? st->mine : NULL;
+  if (!h || !st->segs || atomic_exchange(&h->fail_claim, 1)) return;
+  snprintf(h->fail_text, sizeof(h->fail_text), "%s", msg);
+  atomic_store_explicit(&h->failed, (uint32_t)res, memory_order_release);
+  collie_shm_notify_others(comm);
+}
+
+collie_result_t collie_shm_peer_failure(const collie_comm_t *comm, int *rank, char *text, size_t len) {
+  const collie_shm_state_t *st = comm->shm;
+  for (int li = 0; st && st->segs && li < comm->nlocal; li++) {
+    const collie_shm_seg_hdr_t *h = st->segs[li];
+    if (li == comm->local_rank || !h) continue;
+    const uint32_t f = atomic_load_explicit(&h->failed, memory_order_acquire);
+    if (!f) continue;
+    snprintf(text, len, "%.*s", (int)sizeof(h->fail_text) - 1, h->fail_text); /* bounded: another process wrote it */
+    *rank = comm->local_ranks[li];
+    return f <= COLLIE_ERR_INTERNAL ? (collie_result_t)f : COLLIE_ERR_REMOTE;
+  }
+  return COLLIE_SUCCESS;
+}
+
 static bool reduces(int c) {
   return c == COLLIE_COLL_ALLREDUCE || c == COLLIE_COLL_REDUCE || c == COLLIE_COLL_REDUCE_SCATTER ||
          c == COLLIE_COLL_REDUCE_SCATTERV;

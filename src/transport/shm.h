@@ -42,8 +42,16 @@ typedef struct {
    * rest of this line is read only at creation. */
   _Atomic uint32_t away;
   char pad2[52];
+  /* Why this rank's communicator failed, for its local peers (collie_shm_post_failure).
+   * Failure notices otherwise pass through rank 0 (bootstrap/control.c), and a rank 0 that
+   * is stopped (a debugger, SIGSTOP) passed none on: a rank that waited for a local peer
+   * that had timed out on rank 0, or aborted, timed out in turn naming only that peer.
+   * `fail_claim` picks one writer; `failed` (its collie_result_t, 0 until then) is released
+   * after `fail_text`. */
+  _Atomic uint32_t fail_claim, failed;
+  char fail_text[1016];
 } collie_shm_seg_hdr_t;
-_Static_assert(sizeof(collie_shm_seg_hdr_t) == 256, "the header keeps its size");
+_Static_assert(sizeof(collie_shm_seg_hdr_t) == 1280, "the header keeps its size");
 _Static_assert(offsetof(collie_shm_seg_hdr_t, away) / 64 != offsetof(collie_shm_seg_hdr_t, sleeping) / 64,
                "`away` and `sleeping` on lines of their own");
 
@@ -317,5 +325,13 @@ static inline bool collie_shm_peer_on_cpu(const collie_comm_t *comm, int li) {
 
 /* This rank gives up its core (sched_yield), saying so to waiters. */
 void collie_shm_yield(collie_comm_t *comm);
+
+/* This rank's communicator failed, for the reason `msg` (the sentence the others should
+ * see): written once into its segment for the local peers, who are woken to look. Safe
+ * from any thread while the segments are mapped. */
+void collie_shm_post_failure(collie_comm_t *comm, collie_result_t res, const char *msg);
+/* A local peer's notice that its communicator failed: its result, with the peer's rank in
+ * *rank and its sentence in text; COLLIE_SUCCESS when no local peer posted one. */
+collie_result_t collie_shm_peer_failure(const collie_comm_t *comm, int *rank, char *text, size_t len);
 
 #endif

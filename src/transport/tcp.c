@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "bootstrap/fork_guard.h"
 #include "bootstrap/socket.h"
+#include "core/comm_internal.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/own_waits.h"
@@ -80,8 +82,40 @@ static collie_xfer_t *find(collie_xfer_t *q, uint64_t seq) {
   return NULL;
 }
 
+/* Reads the rest of a peer's last words (their header is in h) and fails the communicator
+ * with them. The sentence came in one write with its header: a short wait at most. */
+static int peer_said(collie_comm_t *comm, tcp_sock_t *so, const collie_wire_hdr_t *h) {
+  char text[1024];
+  size_t want = h->nbytes < sizeof(text) ? (size_t)h->nbytes : sizeof(text) - 1, got = 0;
+  const int64_t deadline = collie_now_ns() + 200 * 1000000LL;
+  while (got < want && collie_now_ns() < deadline) {
+    ssize_t r = recv(so->fd, text + got, want - got, MSG_DONTWAIT);
+    if (r > 0) got += (size_t)r;
+    else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) break;
+    else poll(&(struct pollfd){so->fd, POLLIN, 0}, 1, 10);
+  }
+  text[got] = 0;
+  const collie_result_t res = h->seq > 0 && h->seq <= COLLIE_ERR_INTERNAL ? (collie_result_t)h->seq : COLLIE_ERR_REMOTE;
+  collie_comm_fail(comm, res, true, "%s", got ? text : "a peer failed and closed its connection");
+  return -1;
+}
+
+/* After the peer closed a connection: its last words, if socket 0 holds them where this
+ * rank would read the next message's header (tcp_close sends them there). */
+static bool peer_left_words(collie_comm_t *comm, tcp_peer_t *tp) {
+  tcp_sock_t *so = &tp->s[0];
+  collie_wire_hdr_t h;
+  if (so->fd < 0 || so->r_off != 0) return false;
+  if (recv(so->fd, &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT) != (ssize_t)sizeof(h) || h.magic != COLLIE_WIRE_FAIL_MAGIC)
+    return false;
+  if (recv(so->fd, &h, sizeof(h), MSG_DONTWAIT) != (ssize_t)sizeof(h)) return false;
+  peer_said(comm, so, &h);
+  return true;
+}
+
 static int peer_failed(collie_comm_t *comm, collie_peer_t *peer, const char *during, int err) {
   char pd[160];
+  if (peer_left_words(comm, peer->tp_state)) return -1; /* it said why */
   if (collie_comm_await_failure(comm)) return -1; /* the peer left because another rank failed */
   collie_peer_desc(comm, peer->rank, pd, sizeof(pd));
   /* Failure notices pass through rank 0: when its process is stopped, the peer may have
@@ -193,6 +227,7 @@ static int recv_side(collie_comm_t *comm, collie_peer_t *peer, tcp_peer_t *tp, i
       so->r_off += (uint64_t)r;
       moved = 1;
       if (k == 0 && so->r_off == hdr && !x->hdr_done) {
+        if (so->rhdr.magic == COLLIE_WIRE_FAIL_MAGIC) return peer_said(comm, so, &so->rhdr);
         if (collie_xfer_check_header(comm, peer, x, &so->rhdr) < 0) return -1;
         x->hdr_done = 1;
       }
@@ -220,10 +255,35 @@ static int tcp_progress(collie_comm_t *comm, collie_peer_t *peer) {
   return moved;
 }
 
+/* A rank whose communicator failed tells each TCP peer why before it closes the
+ * connection: failure notices pass through rank 0 (bootstrap/control.c), and where rank 0
+ * was stopped (a debugger, SIGSTOP), a peer on another host saw only the connection close
+ * ("died or destroyed its communicator early") when this rank had timed out on rank 0, or
+ * aborted. Sent on socket 0 where no message is half sent, so that the peer reads them
+ * where it expects a header (or finds them there when another socket closes: peer_failed).
+ * Best effort: a full socket buffer drops them. */
+static void last_words(collie_comm_t *comm, tcp_peer_t *tp) {
+  const int res = atomic_load(&comm->failed);
+  tcp_sock_t *so = &tp->s[0];
+  if (!res || so->fd < 0 || so->s_off != 0) return;
+  char text[1024];
+  if (res == COLLIE_ERR_ABORTED) collie_abort_notice(comm, text, sizeof(text));
+  else snprintf(text, sizeof(text), "%s", comm->fail_msg); /* written before `failed` */
+  collie_wire_hdr_t h;
+  memset(&h, 0, sizeof(h));
+  h.magic = COLLIE_WIRE_FAIL_MAGIC;
+  h.src_rank = comm->rank;
+  h.seq = (uint64_t)(res == COLLIE_ERR_ABORTED ? COLLIE_ERR_REMOTE : res);
+  h.nbytes = strlen(text) + 1;
+  struct iovec iov[2] = {{&h, sizeof(h)}, {text, (size_t)h.nbytes}};
+  struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+  (void)sendmsg(so->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 static void tcp_close(collie_comm_t *comm, collie_peer_t *peer) {
-  (void)comm;
   tcp_peer_t *tp = peer->tp_state;
   if (!tp) return;
+  last_words(comm, tp);
   for (int k = 0; k < tp->nsocks; k++) {
     if (tp->s[k].fd >= 0) collie_socket_close(tp->s[k].fd);
     free(tp->s[k].bounce);

@@ -6,6 +6,10 @@
 #include <stdint.h>
 
 #define COLLIE_WIRE_MAGIC 0x434c4d53u /* "CLMS" */
+/* A rank's last words before it closes a TCP connection after its communicator failed
+ * (transport/tcp.c): this header, with the failure's result in `seq` and its sentence, of
+ * `nbytes` bytes, behind it. */
+#define COLLIE_WIRE_FAIL_MAGIC 0x434c4641u /* "CLFA" */
 
 typedef struct {
   uint32_t magic;

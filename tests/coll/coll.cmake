@@ -111,6 +111,11 @@ add_fuzz_stop_test(coll_fuzz_stop_multithread_3 3 1:160 "" --fuzz-threads 2 --se
 # The answers travel one rank a report interval (2 s): 10 s leave the chain room, where 6
 # failed about one run in 6 (a rank asked just as its own wait began).
 add_fuzz_stop_test(coll_fuzz_stop_split_6 6 5:198 "COLLIE_EXEC_TIMEOUT=10" --fuzz-split --seed 761315764)
+# Rank 0, which passes failure notices on, frozen, with the ranks on two fake hosts: rank 1
+# times out on it and fails, and rank 3, on rank 1's host, waiting for rank 1, heard nothing
+# and timed out naming only rank 1; local peers now read a failure in its segment
+# (collie_shm_post_failure).
+add_fuzz_stop_test(coll_fuzz_stop_hosts_root_4 4 0:67 "COLL_FAKE_HOSTS=2" --seed 192786954)
 
 # TCP between local ranks.
 foreach(n 2 3 5)

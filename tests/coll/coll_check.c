@@ -1609,14 +1609,14 @@ static void fuzz_kill_verdict(ctx_t *x, int64_t victim) {
 
 /* --fuzz-stop: the victim, resumed after the others gave up on it, must not hang nor go on
  * as if nothing happened: its next operation that needs them fails, saying that a peer
- * aborted the communicator, closed its connection or timed out. */
+ * aborted the communicator, closed its connection or timed out (or, creating one, gave up). */
 static void fuzz_resumed_verdict(ctx_t *x) {
   if (!fuzz_victim_stopped) {
     say(x, "FAILED: the sequence ended before operation %ld, where this rank was to stop", opt.kill_at);
   } else if (!x->fatal) {
     say(x, "FAILED: every operation succeeded after this rank was stopped and resumed");
   } else if (strstr(x->fail_msg, "aborted its communicator") || strstr(x->fail_msg, "closed its connection") ||
-             strstr(x->fail_msg, "timed out")) {
+             strstr(x->fail_msg, "timed out") || strstr(x->fail_msg, "has given up creating the communicator")) {
     say(x, "resumed, the stopped rank was told: %s", x->fail_msg);
     x->failed = 0;
     return;

@@ -3,7 +3,8 @@
 # (not a ctest): until SECONDS have passed, runs the victim tests (fuzz_kill_test.sh and
 # fuzz_stop_test.sh, the checks of the ctests coll_fuzz_kill_* and coll_fuzz_stop_*) with
 # a random victim, operation, seed and rank count (2 to 6), and at random TCP,
-# COLLIE_PROTO=simple, a progress thread, 2 fake hosts, --fuzz-split or --fuzz-threads 2.
+# COLLIE_PROTO=simple, a progress thread, 2 fake hosts (COLL_FAKE_HOSTS), --fuzz-split or
+# --fuzz-threads 2.
 # Each failure's command line and output go to OUT_DIR/fail-N; the command reruns it.
 # The ctests pin a few such runs; this explores others (CI once met a resumed rank that
 # crashed in one of them: a receive written into a buffer the test had freed).
@@ -16,11 +17,6 @@ out=${3:-$(mktemp -d)}
 here=$(cd "$(dirname "$0")" && pwd)
 [ -x "$bin/collie-run" ] && [ -x "$bin/coll_check" ] || { echo "fault_campaign: no $bin/collie-run or coll_check: make build" >&2; exit 2; }
 mkdir -p "$out"
-out=$(cd "$out" && pwd)
-# the ranks split over two fake hosts by parity (exec: the victim's pid stays coll_check's)
-two_hosts=$out/two_hosts.sh
-printf '#!/bin/sh\nCOLLIE_HOST_ID=h$((COLLIE_RANK %% 2)) exec "%s" "$@"\n' "$(cd "$bin" && pwd)/coll_check" >"$two_hosts"
-chmod +x "$two_hosts"
 end=$(($(date +%s) + secs))
 runs=0
 failed=0
@@ -40,9 +36,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   0) args+=(--fuzz-split) ;;
   1) args+=(--fuzz-threads 2) ;;
   esac
-  check=$bin/coll_check
-  [ $((RANDOM % 4)) = 0 ] && check=$two_hosts
-  cmd=(env "${env[@]}" bash "$here/$test" "$bin/collie-run" "$check" $n $victim "${args[@]}")
+  [ $((RANDOM % 4)) = 0 ] && env+=(COLL_FAKE_HOSTS=2)
+  cmd=(env "${env[@]}" bash "$here/$test" "$bin/collie-run" "$bin/coll_check" $n $victim "${args[@]}")
   campaign_run 200 "${cmd[@]}"
 done
 echo "fault_campaign: $runs runs, $failed failed (failures in $out)"

@@ -6,7 +6,11 @@
 set -u
 run=$1 check=$2 n=$3 victim_at=$4
 shift 4
-out=$("$run" -n "$n" --grace 20 --timeout 100 "$check" --fuzz 400 --fuzz-bytes 2M --fuzz-kill "$victim_at" "$@" 2>&1)
+# COLL_FAKE_HOSTS=K: the ranks split over K fake hosts by rank (COLLIE_HOST_ID), as on a
+# cluster: TCP between them, and failure notices only through rank 0 (exec: the pid stays)
+wrap=()
+[ -n "${COLL_FAKE_HOSTS:-}" ] && wrap=(sh -c "COLLIE_HOST_ID=h\$((COLLIE_RANK % $COLL_FAKE_HOSTS)) exec \"\$0\" \"\$@\"")
+out=$("$run" -n "$n" --grace 20 --timeout 100 "${wrap[@]}" "$check" --fuzz 400 --fuzz-bytes 2M --fuzz-kill "$victim_at" "$@" 2>&1)
 rc=$?
 echo "$out"
 stopped=$(grep -cE "the death of rank|another survivor's abort" <<<"$out")

@@ -9,8 +9,12 @@
 set -u
 run=$1 check=$2 n=$3 victim_at=$4
 shift 4
+# COLL_FAKE_HOSTS=K: the ranks split over K fake hosts by rank (COLLIE_HOST_ID), as on a
+# cluster: TCP between them, and failure notices only through rank 0 (exec: the pid stays)
+wrap=()
+[ -n "${COLL_FAKE_HOSTS:-}" ] && wrap=(sh -c "COLLIE_HOST_ID=h\$((COLLIE_RANK % $COLL_FAKE_HOSTS)) exec \"\$0\" \"\$@\"")
 log=$(mktemp)
-"$run" -n "$n" --timeout 100 "$check" --fuzz 400 --fuzz-bytes 2M --fuzz-stop "$victim_at" "$@" >"$log" 2>&1 &
+"$run" -n "$n" --timeout 100 "${wrap[@]}" "$check" --fuzz 400 --fuzz-bytes 2M --fuzz-stop "$victim_at" "$@" >"$log" 2>&1 &
 job=$!
 verdicts() { grep -cE "the stop of rank|another survivor's abort|FAILED" "$log"; }
 for _ in $(seq 600); do # the survivors' verdicts, within 60 s

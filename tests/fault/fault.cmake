@@ -207,3 +207,9 @@ set_tests_properties(fault_alloc_fail_tuned PROPERTIES TIMEOUT 300 LABELS "fault
 add_test(NAME fault_stale_meeting_file COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/stale_meeting_test.sh
          $<TARGET_FILE:p2p_check>)
 set_tests_properties(fault_stale_meeting_file PROPERTIES TIMEOUT 90 LABELS fault ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo")
+# Rank 0, which passes failure notices on, stopped: a rank that aborted told its TCP peers
+# nothing but the connection's close ("died or destroyed its communicator early"); its last
+# words on the connection now say why (transport/tcp.c).
+add_test(NAME fault_frozen_relay_tcp_3 COMMAND $<TARGET_FILE:collie-run> -n 3 --timeout 50 ${FAULT_BIN} frozen-relay)
+set_tests_properties(fault_frozen_relay_tcp_3 PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_SOCKET_IFNAME=lo;COLLIE_TRANSPORT=tcp;COLLIE_EXEC_TIMEOUT=30")

@@ -83,6 +83,10 @@
  *                                       second (as a rank that gives up after an error would): each
  *                                       must fail (in either) within 5 s with COLLIE_ERR_REMOTE naming
  *                                       rank 1
+ *   fault_rank frozen-relay             3 ranks over TCP: rank 0 (which passes failure
+ *                                       notices on) stops itself for 4 s, rank 2 aborts, and
+ *                                       rank 1, in a receive from rank 2, must fail within
+ *                                       3.5 s saying that rank 2 aborted
  *   fault_rank p2p-left                 3 ranks, two communicators split off one: on the first,
  *                                       rank 1 sends rank 0 two small messages and destroys;
  *                                       rank 0 (after waiting for the goodbye to arrive) must
@@ -1106,6 +1110,45 @@ static int early_destroy(void) {
   return dt < 5 ? 0 : 1;
 }
 
+/* frozen-relay: rank 0, which passes failure notices on, stops itself (a child resumes it
+ * after 4 s); rank 2 aborts; rank 1, waiting to receive from rank 2 over TCP, must fail
+ * before rank 0 is back with a sentence that says rank 2 aborted (its last words on the
+ * connection), not that rank 2 "closed its connection". */
+static int frozen_relay(void) {
+  collie_comm_t *comm;
+  int rank;
+  if (init_rank(&comm, &rank)) return 1;
+  collie_result_t r = collie_barrier(comm);
+  if (r) return fail("barrier", r, comm);
+  if (rank == 0) {
+    const pid_t me = getpid(), child = fork();
+    if (child == 0) {
+      sleep(4);
+      kill(me, SIGCONT);
+      _exit(0);
+    }
+    raise(SIGSTOP);
+    collie_comm_abort(comm); /* the others have gone */
+    printf("rank 0: resumed\n");
+    return 0;
+  }
+  if (rank == 2) {
+    usleep(1000 * 1000); /* rank 0 is stopped by then, rank 1 waits */
+    collie_comm_abort(comm);
+    printf("rank 2: aborted\n");
+    return 0;
+  }
+  float x[4];
+  const double t0 = now_s();
+  r = collie_recv(x, 4, COLLIE_FLOAT32, 2, comm);
+  const double dt = now_s() - t0;
+  const char *e = collie_get_last_error(comm);
+  printf("rank 1: the receive returned %s after %.1f s: %s\n", collie_get_error_string(r), dt, e);
+  const bool said = strstr(e, "rank 2 ") && strstr(e, "aborted its communicator");
+  collie_comm_abort(comm);
+  return r && said && dt < 3.5 ? 0 : 1;
+}
+
 /* Whether the communicator's last error names rank 1 as the one that destroyed. */
 static bool names_departed_1(const collie_comm_t *comm) {
   const char *e = collie_get_last_error(comm);
@@ -1227,6 +1270,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "zero-count")) return zero_count();
   if (argc == 2 && !strcmp(argv[1], "one-thread-destroy")) return one_thread_destroy();
   if (argc == 2 && !strcmp(argv[1], "early-destroy")) return early_destroy();
+  if (argc == 2 && !strcmp(argv[1], "frozen-relay")) return frozen_relay();
   if (argc == 2 && !strcmp(argv[1], "p2p-left")) return p2p_left();
   if (argc == 2 && !strcmp(argv[1], "bad-args")) return threads(2, bad_args_thread);
   if (argc == 2 && !strcmp(argv[1], "abort")) return threads(2, abort_thread);
@@ -1235,6 +1279,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | frozen-relay | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
   return 2;
 }
