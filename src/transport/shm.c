@@ -517,7 +517,11 @@ void collie_shm_post_failure(collie_comm_t *comm, collie_result_t res, const cha
   if (!h || !st->segs || atomic_exchange(&h->fail_claim, 1)) return;
   snprintf(h->fail_text, sizeof(h->fail_text), "%s", msg);
   atomic_store_explicit(&h->failed, (uint32_t)res, memory_order_release);
-  collie_shm_notify_others(comm);
+  /* as collie_shm_notify_others, but a failure while the communicator is being created may
+   * come before every peer's segment is mapped */
+  atomic_thread_fence(memory_order_seq_cst);
+  for (int li = 0; li < comm->nlocal; li++)
+    if (li != comm->local_rank && st->segs[li]) wake_if_sleeping(st->segs[li]);
 }
 
 collie_result_t collie_shm_peer_failure(const collie_comm_t *comm, int *rank, char *text, size_t len) {
