@@ -11,17 +11,9 @@
 #   tests/coll/fault_campaign.sh SECONDS [BIN_DIR (build/bin)] [OUT_DIR (a new temporary one)]
 set -u
 . "$(dirname "$0")/campaign_run.sh"
-secs=${1:?usage: fault_campaign.sh SECONDS [BIN_DIR] [OUT_DIR]}
-bin=${2:-build/bin}
-out=${3:-$(mktemp -d)}
+campaign_setup fault_campaign "$@"
 here=$(cd "$(dirname "$0")" && pwd)
-[ -x "$bin/collie-run" ] && [ -x "$bin/coll_check" ] || { echo "fault_campaign: no $bin/collie-run or coll_check: make build" >&2; exit 2; }
-mkdir -p "$out"
-end=$(($(date +%s) + secs))
-runs=0
-failed=0
-while [ "$(date +%s)" -lt "$end" ]; do
-  runs=$((runs + 1))
+while campaign_more; do
   n=$((2 + RANDOM % 5))
   victim=$((RANDOM % n)):$((1 + RANDOM % 300))
   env=(COLLIE_EXEC_TIMEOUT=6)
@@ -40,5 +32,4 @@ while [ "$(date +%s)" -lt "$end" ]; do
   cmd=(env "${env[@]}" bash "$here/$test" "$bin/collie-run" "$bin/coll_check" $n $victim "${args[@]}")
   campaign_run 200 "${cmd[@]}"
 done
-echo "fault_campaign: $runs runs, $failed failed (failures in $out)"
-[ $failed = 0 ]
+campaign_end

@@ -8,16 +8,8 @@
 #   tests/coll/fuzz_campaign.sh SECONDS [BIN_DIR (build/bin)] [OUT_DIR (a new temporary one)]
 set -u
 . "$(dirname "$0")/campaign_run.sh"
-secs=${1:?usage: fuzz_campaign.sh SECONDS [BIN_DIR] [OUT_DIR]}
-bin=${2:-build/bin}
-out=${3:-$(mktemp -d)}
-[ -x "$bin/collie-run" ] && [ -x "$bin/coll_check" ] || { echo "fuzz_campaign: no $bin/collie-run or coll_check: make build" >&2; exit 2; }
-mkdir -p "$out"
-end=$(($(date +%s) + secs))
-runs=0
-failed=0
-while [ "$(date +%s)" -lt "$end" ]; do
-  runs=$((runs + 1))
+campaign_setup fuzz_campaign "$@"
+while campaign_more; do
   env=(COLLIE_EXEC_TIMEOUT=60)
   case $((RANDOM % 6)) in
   0) env+=(COLLIE_TRANSPORT=tcp) ;;
@@ -40,5 +32,4 @@ while [ "$(date +%s)" -lt "$end" ]; do
   esac
   campaign_run 250 "${cmd[@]}"
 done
-echo "fuzz_campaign: $runs runs, $failed failed (failures in $out)"
-[ $failed = 0 ]
+campaign_end
