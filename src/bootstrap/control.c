@@ -848,7 +848,7 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
     if (!departed) {
       collie_peer_desc(comm, from, pd, sizeof(pd));
       if (lost_host) /* keepalive probes or frames went unanswered (collie_socket_keepalive) */
-        collie_comm_fail(comm, COLLIE_ERR_REMOTE, comm->rank != 0,
+        collie_comm_fail(comm, COLLIE_ERR_REMOTE, true,
                          "%s stopped answering: its host acknowledged nothing on the control connection for "
                          "about %d s (%s; detected by rank %d), so it crashed, lost power or was cut off the "
                          "network; every rank now fails its pending and next operations: check that host "
@@ -871,18 +871,8 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
   if (f.type == COLLIE_CTL_FAIL && f.len == sizeof(fail_t)) {
     fail_t *ft = pl;
     ft->text[sizeof(ft->text) - 1] = 0;
-    if (comm->rank == 0) {
-      /* Relay first, so that ranks not connected to the failed peer learn it too. */
-      int already = atomic_load(&comm->failed);
-      collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
-      if (!already) {
-        pthread_mutex_lock(&c->send_lock);
-        send_to_all(comm, COLLIE_CTL_FAIL, ft, sizeof(*ft), from, deadline_after_ms(1000));
-        pthread_mutex_unlock(&c->send_lock);
-      }
-    } else {
-      collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
-    }
+    /* Rank 0 passes it on (collie_comm_fail): the ranks are connected to rank 0 alone. */
+    collie_comm_fail(comm, (collie_result_t)ft->code, true, "%s", ft->text);
   } else if (f.type == COLLIE_CTL_BYE && comm->rank == 0) {
     const size_t with_counts = sizeof(left_t) + sizeof(uint64_t) * 2 * (size_t)comm->nranks;
     left_t *l = pl;

@@ -69,16 +69,28 @@ void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote
   if (!first) return;
   int sub = res == COLLIE_ERR_REMOTE ? COLLIE_SUB_TRANSPORT : res == COLLIE_ERR_SYSTEM ? COLLIE_SUB_INIT : COLLIE_SUB_COLL;
   if (res != COLLIE_ERR_ABORTED) COLLIE_WARN(sub, comm->rank, "%s", msg);
-  if (!from_remote && res != COLLIE_ERR_ABORTED) {
+  if (!from_remote && res != COLLIE_ERR_ABORTED)
     collie_shm_post_failure(comm, res, msg); /* the local peers learn it without rank 0 */
-    collie_ctl_send_fail(comm, res, msg);
-  }
+  /* Rank 0 passes on every failure it learns, whichever way it came: a notice read in a
+   * peer's segment or in its last words on a TCP connection reaches only the ranks that
+   * read them, and a rank of another host, or one not waiting then, saw rank 0 leave
+   * instead and blamed it (fault_zero_count_4, fault_alloc_fail_tcp). The origin gets its
+   * own notice back, failed already. */
+  if ((!from_remote || comm->rank == 0) && res != COLLIE_ERR_ABORTED) collie_ctl_send_fail(comm, res, msg);
   collie_comm_wake(comm);
+}
+
+bool collie_comm_fail_as_local_peer(collie_comm_t *comm) {
+  char said[1024];
+  int there;
+  const collie_result_t pf = collie_shm_peer_failure(comm, &there, said, sizeof(said));
+  if (pf) collie_comm_fail(comm, pf, true, "%s", said);
+  return pf != COLLIE_SUCCESS;
 }
 
 bool collie_comm_await_failure(collie_comm_t *comm) {
   const int64_t until = collie_now_ns() + 300 * 1000000LL;
-  while (!atomic_load(&comm->failed) && collie_now_ns() < until) {
+  while (!atomic_load(&comm->failed) && !collie_comm_fail_as_local_peer(comm) && collie_now_ns() < until) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }

@@ -151,14 +151,22 @@ void collie_comm_set_last_error(collie_comm_t *comm, const char *msg);
 const char *collie_comm_last_error(const collie_comm_t *comm);
 
 /* Fails the communicator (first failure wins): pending and later operations return `res`
- * with `msg`. Unless `from_remote`, the other ranks are told through the control channel. */
+ * with `msg`. The other ranks are told through the control channel unless `from_remote`
+ * (another rank's failure, or an abort) on a rank other than 0: rank 0 passes on every
+ * failure but an abort. */
 void collie_comm_fail(collie_comm_t *comm, collie_result_t res, bool from_remote, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Fails the communicator with the sentence a local peer posted in its segment when its own
+ * failed (collie_shm_post_failure), if one did; returns whether. */
+bool collie_comm_fail_as_local_peer(collie_comm_t *comm);
 /* For a peer found gone (its connection closed, its process exited): a rank usually leaves
- * because the communicator failed elsewhere first, and rank 0's notice of that cause may
- * still be on its way over the control channel (read by this rank's watchdog, which fails
- * the communicator without comm->lock, so callers may hold it). Waits up to 300 ms for the
- * communicator to fail, and returns whether it has: the caller then blames nobody itself. */
+ * because the communicator failed elsewhere first, and the notice of that cause may still
+ * be on its way over the control channel (read by this rank's watchdog, which fails the
+ * communicator without comm->lock, so callers may hold it), or be in a local peer's
+ * segment: a rank resumed after a stop reached its reads of a dead peer before its
+ * watchdog read the notice (coll_fuzz_stop_hosts_root_4 under load). Waits up to 300 ms
+ * for the communicator to fail, and returns whether it has: the caller then blames nobody
+ * itself. */
 bool collie_comm_await_failure(collie_comm_t *comm);
 /* An allocation failed while this rank posted `fn` (a collective, a send or receive, a
  * split): the other ranks have posted their part or will, and would wait for this rank's

@@ -92,15 +92,8 @@ static void check_timeout(collie_comm_t *comm, bool timed) {
   }
   if ((++comm->idle_checks & 63) && !timed) return;
   /* A local peer that failed says so in its segment, which also serves where rank 0, that
-   * passes failures on, is stopped (collie_shm_post_failure). Rank 0 passes it on at once,
-   * as if it were its own: failed already, it would not relay the peer's own notice when
-   * that came (bootstrap/control.c), and a rank of another host, or one not waiting here,
-   * saw rank 0 exit instead and blamed it (fault_zero_count_4). */
-  char said_there[1024];
-  int there;
-  const collie_result_t pf = collie_shm_peer_failure(comm, &there, said_there, sizeof(said_there));
-  if (pf) {
-    collie_comm_fail(comm, pf, comm->rank != 0, "%s", said_there);
+   * passes failures on, is stopped (collie_shm_post_failure). */
+  if (collie_comm_fail_as_local_peer(comm)) {
     collie_progress(comm);
     return;
   }

@@ -96,10 +96,7 @@ static int peer_said(collie_comm_t *comm, tcp_sock_t *so, const collie_wire_hdr_
   }
   text[got] = 0;
   const collie_result_t res = h->seq > 0 && h->seq <= COLLIE_ERR_INTERNAL ? (collie_result_t)h->seq : COLLIE_ERR_REMOTE;
-  /* Rank 0 passes it on at once, as a notice read from a local segment (core/wait.c): failed
-   * already, it would not relay the peer's own notice when that came, and left (a rank of
-   * fault_alloc_fail_tcp then blamed rank 0's exit). */
-  collie_comm_fail(comm, res, comm->rank != 0, "%s", got ? text : "a peer failed and closed its connection");
+  collie_comm_fail(comm, res, true, "%s", got ? text : "a peer failed and closed its connection");
   return -1;
 }
 
