@@ -688,9 +688,21 @@ void collie_ctl_report_stall(collie_comm_t *comm, const collie_stall_t *st) {
     collie_ctl_note_stall(comm, 0, st);
     return;
   }
+  pthread_mutex_lock(&c->m);
+  if (!c->unseen_since_ns) c->unseen_since_ns = collie_now_ns();
+  pthread_mutex_unlock(&c->m);
   pthread_mutex_lock(&c->send_lock);
   if (c->root_fd >= 0) send_frame(c->root_fd, COLLIE_CTL_STALL, comm->rank, st, sizeof(*st), deadline_after_ms(1000));
   pthread_mutex_unlock(&c->send_lock);
+}
+
+int64_t collie_ctl_relay_silent_ns(collie_comm_t *comm) {
+  collie_control_t *c = comm->ctl;
+  if (!c || comm->rank == 0) return 0;
+  pthread_mutex_lock(&c->m);
+  const int64_t since = c->unseen_since_ns;
+  pthread_mutex_unlock(&c->m);
+  return since ? collie_now_ns() - since : 0;
 }
 
 /* Rank 0: asks rank `to` about the message stalled rank `asker` waits for (stall.c). */
@@ -884,7 +896,14 @@ static bool handle_frame(collie_comm_t *comm, int fd, int from) {
     if (l->rank >= 0 && l->rank < comm->nranks)
       collie_comm_peer_left(comm, l->rank, l->issued, l->counts != 0, l->sent, l->recvd);
   } else if (f.type == COLLIE_CTL_STALL && comm->rank == 0 && f.len == sizeof(collie_stall_t)) {
+    pthread_mutex_lock(&c->send_lock);
+    if (c->fds[from] >= 0) send_frame(c->fds[from], COLLIE_CTL_STALL_SEEN, 0, NULL, 0, deadline_after_ms(1000));
+    pthread_mutex_unlock(&c->send_lock);
     collie_ctl_note_stall(comm, from, pl);
+  } else if (f.type == COLLIE_CTL_STALL_SEEN && comm->rank != 0) {
+    pthread_mutex_lock(&c->m);
+    c->unseen_since_ns = 0;
+    pthread_mutex_unlock(&c->m);
   } else if (f.type == COLLIE_CTL_OWED && comm->rank != 0 && f.len == sizeof(collie_stall_t)) {
     if (f.rank >= 0 && f.rank < comm->nranks) {
       collie_ctl_check_owed(comm, f.rank, pl);

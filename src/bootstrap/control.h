@@ -29,7 +29,8 @@ enum {
   COLLIE_CTL_LEFT,      /* rank 0 to the others: a rank said goodbye after N collectives */
   COLLIE_CTL_STALL,     /* to rank 0: this rank's oldest collective made no progress for a while (stall.c) */
   COLLIE_CTL_OWED,      /* rank 0 to a rank: another waits for a message of yours (stall.c) */
-  COLLIE_CTL_WAITS      /* the answer, through rank 0: what the asked rank itself waits for (stall.c) */
+  COLLIE_CTL_WAITS,     /* the answer, through rank 0: what the asked rank itself waits for (stall.c) */
+  COLLIE_CTL_STALL_SEEN /* rank 0 to a rank: your stall report arrived (a rank 0 that sends none is silent) */
 };
 
 typedef struct collie_control {
@@ -52,6 +53,7 @@ typedef struct collie_control {
   /* Under m: the last answer of a rank this one asked what it waits for (stall.c), when. */
   int waits_about;
   int64_t waits_ns;
+  int64_t unseen_since_ns; /* under m: when the oldest stall report rank 0 has not acknowledged went */
   char waits_text[COLLIE_WAITS_TEXT], waits_end[COLLIE_WAITS_TEXT];
 } collie_control_t;
 
@@ -120,6 +122,10 @@ void collie_ctl_ask_owed(collie_comm_t *comm, int to, int asker, const collie_st
 /* The asked rank's answer to stalled rank `asker`, `text` and `end` (collie_own_waits_describe):
  * to rank 0, which passes it on (or keeps it when it asked). */
 void collie_ctl_send_waits(collie_comm_t *comm, int asker, const char *text, const char *end);
+/* How long (ns) rank 0 has left this rank's stall report unacknowledged, 0 when it has
+ * acknowledged every one (or this is rank 0): its watchdog answers at once unless its
+ * process is stopped or starved, and every question to another rank passes through it. */
+int64_t collie_ctl_relay_silent_ns(collie_comm_t *comm);
 /* The answer rank `about` gave this rank at or after `since_ns`, into text and end
  * (COLLIE_WAITS_TEXT each); false if none. */
 bool collie_ctl_peer_waits(collie_comm_t *comm, int about, int64_t since_ns, char *text, char *end);

@@ -10,6 +10,7 @@
 #include "bootstrap/control.h"
 #include "core/comm_internal.h"
 #include "sched/executor.h"
+#include "transport/shm.h"
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static collie_comm_t **list;
@@ -95,7 +96,28 @@ static int asked(collie_comm_t *comm, char *text, char *end) {
   if (p < 0 || p >= comm->nranks || !comm->cards || !collie_only_rank_here(comm, comm->rank) ||
       !collie_only_rank_here(comm, p) || !comm->last_progress_ns || comm->stall_asked_ns < comm->last_progress_ns)
     return -1;
-  return collie_ctl_peer_waits(comm, p, comm->last_progress_ns, text, end) ? p : -2 - p;
+  /* the answer through rank 0, else what a peer of this host posted in its segment (rank 0
+   * stopped passes no answer on) */
+  return collie_ctl_peer_waits(comm, p, comm->last_progress_ns, text, end) ||
+                 collie_shm_peer_waits(comm, p, comm->last_progress_ns, text, end)
+             ? p
+             : -2 - p;
+}
+
+enum { RELAY_SILENT_NS = 500 * 1000000 }; /* rank 0's watchdog acknowledges at once when it runs */
+
+/* Under c->lock: whether rank 0, through which c's question about rank p went, has left it
+ * unacknowledged (stopped, or starved of CPU; on another host /proc cannot tell): how,
+ * into buf, naming it. */
+static bool relay_silent(collie_comm_t *c, int p, char *buf, size_t len) {
+  if (p == 0 || c->rank == 0) return false;
+  const int64_t ns = collie_ctl_relay_silent_ns(c);
+  if (ns < RELAY_SILENT_NS) return false;
+  char rd[160];
+  snprintf(buf, len, "%s, which passes on the question of what rank %d waits for, has not acknowledged it in %.1f s: "
+           "it may be stopped (a debugger, SIGSTOP) or starved of CPU",
+           collie_peer_desc(c, 0, rd, sizeof(rd)), p, (double)ns / 1e9);
+  return true;
 }
 
 /* Under c->lock: whether c waits without progress, and in what. */
@@ -124,7 +146,7 @@ static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t
   const char *how = quiet >= 0 ? collie_rank_stopped(c, quiet) : NULL;
   if (q >= 0) snprintf(s->end, sizeof(s->end), "%s", e[0] ? e : t);
   else if (how) snprintf(s->end, sizeof(s->end), "%s is %s", collie_peer_desc(c, quiet, pd, sizeof(pd)), how);
-  else s->end[0] = 0;
+  else if (q >= -1 || !relay_silent(c, quiet, s->end, sizeof(s->end))) s->end[0] = 0;
   return true;
 }
 
@@ -136,22 +158,22 @@ static bool better(const stalled_t *a, const stalled_t *b) {
   return a->idle_ns > b->idle_ns;
 }
 
-void collie_own_waits_describe(collie_comm_t *asking, int asker, char *text, char *end) {
+/* Under list_lock; `held`: a communicator whose lock the caller holds (or NULL). */
+static void describe(collie_comm_t *asking, int asker, collie_comm_t *held, char *text, char *end) {
   stalled_t best, s;
   bool found = false;
   const int64_t now = collie_now_ns();
-  pthread_mutex_lock(&list_lock);
   for (size_t i = 0; i < list_n; i++) {
     collie_comm_t *c = list[i];
-    if (atomic_load(&c->destroyed) || !c->cards || !collie_only_rank_here(c, c->rank) || !lock_briefly(c)) continue;
+    if (atomic_load(&c->destroyed) || !c->cards || !collie_only_rank_here(c, c->rank)) continue;
+    if (c != held && !lock_briefly(c)) continue;
     const bool st = stalled(c, asking, &asking->cards[asker], now, &s);
-    collie_unlock(&c->lock);
+    if (c != held) collie_unlock(&c->lock);
     if (st && (!found || better(&s, &best))) {
       best = s;
       found = true;
     }
   }
-  pthread_mutex_unlock(&list_lock);
   char me[160];
   collie_peer_desc(asking, asking->rank, me, sizeof(me));
   end[0] = 0;
@@ -164,8 +186,26 @@ void collie_own_waits_describe(collie_comm_t *asking, int asker, char *text, cha
   snprintf(end, COLLIE_WAITS_TEXT, "%s", best.end);
 }
 
+void collie_own_waits_describe(collie_comm_t *asking, int asker, char *text, char *end) {
+  pthread_mutex_lock(&list_lock);
+  describe(asking, asker, NULL, text, end);
+  pthread_mutex_unlock(&list_lock);
+}
+
+void collie_own_waits_post(collie_comm_t *held) {
+  char text[COLLIE_WAITS_TEXT], end[COLLIE_WAITS_TEXT];
+  pthread_mutex_lock(&list_lock);
+  for (size_t i = 0; i < list_n; i++) {
+    collie_comm_t *c = list[i];
+    if (atomic_load(&c->destroyed) || !c->cards || !c->shm || !collie_only_rank_here(c, c->rank)) continue;
+    describe(c, c->rank, held, text, end); /* asked by itself: any peer elsewhere is "elsewhere" */
+    collie_shm_post_waits(c, text, end);
+  }
+  pthread_mutex_unlock(&list_lock);
+}
+
 void collie_peer_said(collie_comm_t *comm, char *buf, size_t len) {
-  char t[COLLIE_WAITS_TEXT], e[COLLIE_WAITS_TEXT], pd[160], rd[160];
+  char t[COLLIE_WAITS_TEXT], e[COLLIE_WAITS_TEXT], pd[160], rd[160], silent[COLLIE_WAITS_TEXT];
   buf[0] = 0;
   const int q = asked(comm, t, e);
   if (q == -1) return;
@@ -183,6 +223,8 @@ void collie_peer_said(collie_comm_t *comm, char *buf, size_t len) {
   else if (relay_how)
     snprintf(buf, len, "; %s, which passes on the question of what %s waits for, is %s: resume it (kill -CONT %d)",
              collie_peer_desc(comm, 0, rd, sizeof(rd)), pd, relay_how, comm->cards[0].pid);
+  else if (relay_silent(comm, p, silent, sizeof(silent)))
+    snprintf(buf, len, "; %s did not answer when asked what it waits for, and %s", pd, silent);
   else if (collie_now_ns() - comm->stall_asked_ns >= 500 * 1000000LL)
     snprintf(buf, len, "; %s did not answer when asked what it waits for: it may be stopped, or starved of CPU", pd);
 }

@@ -12,8 +12,10 @@
  * answers reach one rank further, and the timeout's sentence names both the peer's wait and
  * the far end: "...; asked, rank 0 (pid ...) has itself waited 1.5 s without progress on
  * another communicator (where it is rank 0 of 5), in barrier #65: waiting in shared memory for
- * rank 4 (pid ...) to enter the collective (round 1 of 1)". Where nobody answers, a peer on
- * this host whose process is stopped (/proc) is named as such. */
+ * rank 4 (pid ...) to enter the collective (round 1 of 1)". A stalled rank also posts its
+ * answer in its shared-memory segments, where a peer of its host reads it when rank 0, which
+ * passes questions on, is stopped. Where nobody answers, a peer on this host whose process is
+ * stopped (/proc) is named as such. */
 #ifndef COLLIE_OWN_WAITS_H
 #define COLLIE_OWN_WAITS_H
 
@@ -37,6 +39,12 @@ void collie_own_waits_remove(collie_comm_t *comm);
  * chain as that communicator's own question found it, or "". Takes the process's list lock
  * and tries the communicators' locks (a busy one is skipped: it is moving). */
 void collie_own_waits_describe(collie_comm_t *asking, int asker, char *text, char *end);
+
+/* Under held->lock, at its stall report: posts in the segment of each communicator of the
+ * process with local peers what the process waits for (as collie_own_waits_describe
+ * answers, asked by the communicator's own rank), for a local peer whose question rank 0
+ * does not pass on (stopped, or slow): collie_peer_said reads it there. */
+void collie_own_waits_post(collie_comm_t *held);
 
 /* Under comm->lock, at its timeout: what the peer its stall report last asked said (and the
  * far end of the chain), or that the peer, or rank 0 that passes the question on, is a

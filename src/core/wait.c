@@ -75,6 +75,7 @@ static void report_stall(collie_comm_t *comm) {
     comm->stall_asked_ns = collie_now_ns();
   }
   collie_ctl_report_stall(comm, &st);
+  collie_own_waits_post(comm);
 }
 
 

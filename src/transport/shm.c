@@ -538,6 +538,34 @@ collie_result_t collie_shm_peer_failure(const collie_comm_t *comm, int *rank, ch
   return COLLIE_SUCCESS;
 }
 
+void collie_shm_post_waits(collie_comm_t *comm, const char *text, const char *end) {
+  collie_shm_seg_hdr_t *h = comm->shm ? comm->shm->mine : NULL;
+  if (!h) return;
+  const uint64_t seq = atomic_load_explicit(&h->waits_seq, memory_order_relaxed);
+  atomic_store_explicit(&h->waits_seq, seq + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release); /* odd before the text changes */
+  snprintf(h->waits_text, sizeof(h->waits_text), "%s", text);
+  snprintf(h->waits_end, sizeof(h->waits_end), "%s", end);
+  atomic_store_explicit(&h->waits_ns, collie_now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&h->waits_seq, seq + 2, memory_order_release);
+}
+
+bool collie_shm_peer_waits(const collie_comm_t *comm, int rank, int64_t since_ns, char *text, char *end) {
+  const collie_shm_state_t *st = comm->shm;
+  for (int li = 0; st && st->segs && li < comm->nlocal; li++) {
+    const collie_shm_seg_hdr_t *h = st->segs[li];
+    if (comm->local_ranks[li] != rank || li == comm->local_rank || !h) continue;
+    const uint64_t seq = atomic_load_explicit(&h->waits_seq, memory_order_acquire);
+    if (!seq || (seq & 1) || atomic_load_explicit(&h->waits_ns, memory_order_relaxed) < since_ns) return false;
+    /* bounded: another process writes them */
+    snprintf(text, COLLIE_WAITS_TEXT, "%.*s", (int)sizeof(h->waits_text) - 1, h->waits_text);
+    snprintf(end, COLLIE_WAITS_TEXT, "%.*s", (int)sizeof(h->waits_end) - 1, h->waits_end);
+    atomic_thread_fence(memory_order_acquire); /* the copies before the second read */
+    return atomic_load_explicit(&h->waits_seq, memory_order_relaxed) == seq;
+  }
+  return false;
+}
+
 static bool reduces(int c) {
   return c == COLLIE_COLL_ALLREDUCE || c == COLLIE_COLL_REDUCE || c == COLLIE_COLL_REDUCE_SCATTER ||
          c == COLLIE_COLL_REDUCE_SCATTERV;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/comm.h"
+#include "core/own_waits.h"
 #include "core/store_choice.h"
 #include "transport/wire.h"
 
@@ -50,8 +51,16 @@ typedef struct {
    * after `fail_text`. */
   _Atomic uint32_t fail_claim, failed;
   char fail_text[1016];
+  /* What this rank waits for while it waits without progress (collie_shm_post_waits), for
+   * a local peer that times out waiting for it: the question otherwise passes through rank
+   * 0, and a stopped rank 0 passed none on, so that peer could only say this rank "did not
+   * answer". A seqlock: `waits_seq` is odd while the owner writes; `waits_ns` is when. */
+  _Atomic uint64_t waits_seq;
+  _Atomic int64_t waits_ns;
+  char waits_text[COLLIE_WAITS_TEXT], waits_end[COLLIE_WAITS_TEXT];
+  char pad3[48];
 } collie_shm_seg_hdr_t;
-_Static_assert(sizeof(collie_shm_seg_hdr_t) == 1280, "the header keeps its size");
+_Static_assert(sizeof(collie_shm_seg_hdr_t) == 2304, "the header keeps its size");
 _Static_assert(offsetof(collie_shm_seg_hdr_t, away) / 64 != offsetof(collie_shm_seg_hdr_t, sleeping) / 64,
                "`away` and `sleeping` on lines of their own");
 
@@ -333,5 +342,12 @@ void collie_shm_post_failure(collie_comm_t *comm, collie_result_t res, const cha
 /* A local peer's notice that its communicator failed: its result, with the peer's rank in
  * *rank and its sentence in text; COLLIE_SUCCESS when no local peer posted one. */
 collie_result_t collie_shm_peer_failure(const collie_comm_t *comm, int *rank, char *text, size_t len);
+/* This rank waits without progress: `text` and `end` (COLLIE_WAITS_TEXT each, as
+ * collie_own_waits_describe writes them) say in what, for its local peers. */
+void collie_shm_post_waits(collie_comm_t *comm, const char *text, const char *end);
+/* What local rank `rank` last posted that it waits for, if it did at or after `since_ns`
+ * (collie_now_ns) and its post is whole; false otherwise (not local, never posted, or a
+ * post being written, or cut short by the writer's death). */
+bool collie_shm_peer_waits(const collie_comm_t *comm, int rank, int64_t since_ns, char *text, char *end);
 
 #endif

@@ -116,6 +116,12 @@ add_fuzz_stop_test(coll_fuzz_stop_split_6 6 5:198 "COLLIE_EXEC_TIMEOUT=10" --fuz
 # and timed out naming only rank 1; local peers now read a failure in its segment
 # (collie_shm_post_failure).
 add_fuzz_stop_test(coll_fuzz_stop_hosts_root_4 4 0:67 "COLL_FAKE_HOSTS=2" --seed 192786954)
+# The same, with a chain across the hosts: rank 3 waits for rank 1 (its host), which waits
+# for rank 2 (the other host), which waits for frozen rank 0; every question went through
+# rank 0, so rank 3 timed out saying only that rank 1 "did not answer". Now a stalled rank
+# posts its answer in its segments too, and rank 0 acknowledges each stall report, so that
+# the chain ends at "rank 0 ..., which passes on the question ..., has not acknowledged it".
+add_fuzz_stop_test(coll_fuzz_stop_hosts_chain_4 4 0:126 "COLL_FAKE_HOSTS=2;COLLIE_PROGRESS_THREAD=1" --seed 3271428458)
 
 # TCP between local ranks.
 foreach(n 2 3 5)
