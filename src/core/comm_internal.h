@@ -42,4 +42,10 @@ typedef struct {
  * returns if done meanwhile (comm_destroy.c). */
 void collie_idle(collie_comm_t *comm, collie_waiter_t *w, _Atomic int *done);
 
+/* Under comm->lock, after a progress pass over comm that moved nothing: keeps comm's idle
+ * clock, fails it with a local peer's posted failure, reports its stall (and asks the peer
+ * it waits for what that one waits for) each interval, and with `may_time_out` (a wait on
+ * comm itself) fails it after COLLIE_EXEC_TIMEOUT. `timed`: read the clock now. */
+void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out);
+
 #endif

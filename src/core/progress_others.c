@@ -59,24 +59,15 @@ void collie_others_note(collie_comm_t *comm) {
   others.comm[others.n++] = comm;
 }
 
-/* Under c->lock, after a pass over c that moved nothing: starts the clock of c's idle
- * time, as a wait on c does (core/wait.c: check_timeout), so that a question about what this
- * process waits for (core/own_waits.c) sees c's stall. Moved only from here, its count of
- * progress stayed ahead of the count last seen, and c never looked stalled: a rank waiting
- * on B with A's operation stuck on a stopped rank answered with B's wait for the asker
- * (a cycle) instead of A's for the stopped rank, and no survivor named it (6 ranks, one
- * frozen: tests/coll/fault_campaign.sh). No timeout here: only a wait on c ends c. */
-static void note_idle(collie_comm_t *c) {
-  if (!c->ops || atomic_load(&c->failed)) return;
-  if (c->progress_seen != c->progress_count) {
-    c->progress_seen = c->progress_count;
-    c->last_progress_ns = 0;
-    c->idle_checks = 0;
-  } else if (!c->last_progress_ns) {
-    c->last_progress_ns = collie_now_ns();
-  }
-}
-
+/* After a pass over c that moved nothing, c's idle time runs as in a wait on c
+ * (collie_check_idle), so that a question about what this process waits for
+ * (core/own_waits.c) sees c's stall, and c asks its own question each report interval:
+ * moved only from here, its count of progress stayed ahead of the count last seen, and c
+ * never looked stalled (a rank waiting on B with A's operation stuck on a stopped rank
+ * answered with B's wait for the asker, a cycle, and no survivor named the stopped rank: 6
+ * ranks, tests/coll/fault_campaign.sh); and a wait on c that came later timed out at once,
+ * before its first question could be answered, naming only the peer (5 ranks over TCP).
+ * No timeout here: only a wait on c ends c. */
 int collie_others_progress(collie_comm_t *waiting) {
   int state = -1;
   for (int i = others.n - 1; i >= 0; i--) {
@@ -90,7 +81,7 @@ int collie_others_progress(collie_comm_t *waiting) {
     /* destroyed meanwhile: its own thread finishes it, and its segments may be gone */
     if (c->ops && !atomic_load(&c->destroyed)) {
       const int moved = collie_progress(c) > 0;
-      if (!moved) note_idle(c);
+      if (!moved) collie_check_idle(c, true, false); /* a clock read: this runs every 16th pass */
       if (moved > state) state = moved;
     }
     collie_unlock(&c->lock);

@@ -83,7 +83,9 @@ static void report_stall(collie_comm_t *comm) {
  * only counts (comm->progress_count); the clock is read every 64th idle check, or at
  * every one when `timed` (before sleeping): a clock read per idle check cost a tenth of
  * a small collective, and a timeout of seconds needs no finer grain. */
-static void check_timeout(collie_comm_t *comm, bool timed) {
+static void check_timeout(collie_comm_t *comm, bool timed) { collie_check_idle(comm, timed, true); }
+
+void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
   if (!comm->ops || atomic_load(&comm->failed)) return;
   if (comm->progress_seen != comm->progress_count) {
     comm->progress_seen = comm->progress_count;
@@ -109,7 +111,7 @@ static void check_timeout(collie_comm_t *comm, bool timed) {
     comm->stall_next_ns = now + (int64_t)report_ms * 1000000;
     report_stall(comm);
   }
-  if (idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
+  if (!may_time_out || idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
   char what[512], said[768];
   collie_describe_wait(comm, what, sizeof(what));
   collie_peer_said(comm, said, sizeof(said));

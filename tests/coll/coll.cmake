@@ -111,6 +111,11 @@ add_fuzz_stop_test(coll_fuzz_stop_multithread_3 3 1:160 "" --fuzz-threads 2 --se
 # The answers travel one rank a report interval (2 s): 10 s leave the chain room, where 6
 # failed about one run in 6 (a rank asked just as its own wait began).
 add_fuzz_stop_test(coll_fuzz_stop_split_6 6 5:198 "COLLIE_EXEC_TIMEOUT=10" --fuzz-split --seed 761315764)
+# Over TCP: rank 2's all-to-all on one communicator, moved only while it waited on
+# another, stalled for 6 s without asking anything; when that wait failed and the test
+# waited on the all-to-all, it timed out at once naming only the peer (1 run in 3). Now
+# such a communicator asks each report interval, as a wait on it would.
+add_fuzz_stop_test(coll_fuzz_stop_split_tcp_5 5 4:29 "COLLIE_TRANSPORT=tcp" --fuzz-split --seed 303904592)
 # Rank 0, which passes failure notices on, frozen, with the ranks on two fake hosts: rank 1
 # times out on it and fails, and rank 3, on rank 1's host, waiting for rank 1, heard nothing
 # and timed out naming only rank 1; local peers now read a failure in its segment
