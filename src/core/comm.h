@@ -94,6 +94,7 @@ struct collie_comm {
   int64_t stall_next_ns;       /* when a stall may be reported to rank 0 again (bootstrap/stall.c) */
   int stall_asked;             /* the peer the last report asked what it waits for (-1: none) ... */
   int64_t stall_asked_ns;      /* ... and when */
+  int64_t waits_repost_ns;     /* when to post this process's waits in the segments again (core/wait.c), 0: not */
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */

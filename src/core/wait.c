@@ -76,6 +76,10 @@ static void report_stall(collie_comm_t *comm) {
   }
   collie_ctl_report_stall(comm, &st);
   collie_own_waits_post(comm);
+  /* Posted again once the relay's silence (own_waits.c: RELAY_SILENT_NS) can be told: a
+   * first post cannot say yet that rank 0 left this question unacknowledged, and the next
+   * report comes an interval later, after a local peer's timeout perhaps. */
+  comm->waits_repost_ns = collie_now_ns() + 600 * 1000000LL;
 }
 
 
@@ -110,6 +114,9 @@ void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
   if (idle >= (int64_t)report_ms * 1000000 && now >= comm->stall_next_ns) { /* and again every interval */
     comm->stall_next_ns = now + (int64_t)report_ms * 1000000;
     report_stall(comm);
+  } else if (comm->waits_repost_ns && now >= comm->waits_repost_ns) {
+    comm->waits_repost_ns = 0;
+    collie_own_waits_post(comm);
   }
   if (!may_time_out || idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
   char what[512], said[768];
