@@ -90,7 +90,7 @@ struct collie_comm {
   } native_memo;
   bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
   int64_t last_progress_ns;    /* first clock read after progress_count last changed; 0: none yet */
-  uint32_t idle_checks;        /* check_timeout calls since then (the clock is read every 64th) */
+  uint32_t idle_checks;        /* collie_check_idle calls since then (the clock is read every 64th) */
   int64_t stall_next_ns;       /* when a stall may be reported to rank 0 again (bootstrap/stall.c) */
   int stall_asked;             /* the peer the last report asked what it waits for (-1: none) ... */
   int64_t stall_asked_ns;      /* ... and when */

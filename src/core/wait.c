@@ -83,12 +83,10 @@ static void report_stall(collie_comm_t *comm) {
 }
 
 
-/* Under comm->lock: fail the communicator when nothing moved for exec_timeout. Progress
- * only counts (comm->progress_count); the clock is read every 64th idle check, or at
+/* collie_check_idle (comm_internal.h) fails the communicator when nothing moved for
+ * exec_timeout, in a wait on it. Progress only counts (comm->progress_count); the clock is read every 64th idle check, or at
  * every one when `timed` (before sleeping): a clock read per idle check cost a tenth of
  * a small collective, and a timeout of seconds needs no finer grain. */
-static void check_timeout(collie_comm_t *comm, bool timed) { collie_check_idle(comm, timed, true); }
-
 void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
   if (!comm->ops || atomic_load(&comm->failed)) return;
   if (comm->progress_seen != comm->progress_count) {
@@ -133,7 +131,7 @@ void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
 static int progress_once(collie_comm_t *comm, bool timed) {
   collie_lock(&comm->lock);
   int moved = collie_progress(comm);
-  if (!moved) check_timeout(comm, timed);
+  if (!moved) collie_check_idle(comm, timed, true);
   collie_unlock(&comm->lock);
   return moved;
 }
@@ -371,7 +369,7 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
   for (;;) {
     collie_lock(&comm->lock);
     int moved = collie_progress(comm);
-    if (!moved) check_timeout(comm, false);
+    if (!moved) collie_check_idle(comm, false, true);
     bool empty = comm->ops == NULL && !collie_native_deferred(comm);
     collie_unlock(&comm->lock);
     if (empty) break;
@@ -438,7 +436,7 @@ static void *progress_main(void *p) {
       continue;
     }
     int moved = collie_progress(comm);
-    if (!moved) check_timeout(comm, idle >= comm->spin + comm->yield); /* timed once it sleeps */
+    if (!moved) collie_check_idle(comm, idle >= comm->spin + comm->yield, true); /* timed once it sleeps */
     collie_unlock(&comm->lock);
     if (moved) idle = 0;
     else {

@@ -54,7 +54,8 @@ typedef struct {
   /* What this rank waits for while it waits without progress (collie_shm_post_waits), for
    * a local peer that times out waiting for it: the question otherwise passes through rank
    * 0, and a stopped rank 0 passed none on, so that peer could only say this rank "did not
-   * answer". A seqlock: `waits_seq` is odd while the owner writes; `waits_ns` is when. */
+   * answer". A seqlock: `waits_seq` is odd while the owner writes; `waits_ns` is when. One
+   * writer at a time: collie_own_waits_post holds its process-wide list lock. */
   _Atomic uint64_t waits_seq;
   _Atomic int64_t waits_ns;
   char waits_text[COLLIE_WAITS_TEXT], waits_end[COLLIE_WAITS_TEXT];
