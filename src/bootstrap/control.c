@@ -1067,6 +1067,24 @@ collie_result_t collie_ctl_depart(collie_comm_t *comm, int64_t deadline_ns) {
   return COLLIE_ERR_TIMEOUT;
 }
 
+/* A rank that leaves a failed communicator tells rank 0 the failure it learned, ahead of
+ * the close on the same connection. It may have learned it where rank 0 has not yet: in a
+ * local peer's segment, posted there before that peer's own notice to rank 0 went out; rank
+ * 0 then read this rank's close first and blamed it for dying (fault_zero_count_4 under
+ * ASan: rank 1 found the mismatch, rank 3 read it in rank 1's segment and exited, and rank
+ * 0 said "rank 3 died"). Rank 0 keeps the first failure it hears, so an echo of what rank 0
+ * itself passed on changes nothing. */
+static void echo_failure(collie_comm_t *comm) {
+  const collie_result_t res = (collie_result_t)atomic_load(&comm->failed);
+  if (comm->rank == 0 || comm->ctl->root_fd < 0 || !res || res == COLLIE_ERR_ABORTED) return;
+  char msg[sizeof(comm->fail_msg)];
+  pthread_mutex_lock(&comm->err_lock);
+  const bool relayed = comm->fail_from_remote;
+  snprintf(msg, sizeof(msg), "%s", comm->fail_msg);
+  pthread_mutex_unlock(&comm->err_lock);
+  if (relayed) collie_ctl_send_fail(comm, res, msg);
+}
+
 void collie_ctl_close(collie_comm_t *comm) {
   collie_control_t *c = comm->ctl;
   if (!c) return;
@@ -1077,6 +1095,7 @@ void collie_ctl_close(collie_comm_t *comm) {
     pthread_join(c->watchdog, NULL);
   }
   if (c->wake_fd >= 0) close(c->wake_fd);
+  echo_failure(comm);
   if (c->root_fd >= 0) collie_socket_close(c->root_fd);
   if (c->fds)
     for (int r = 0; r < comm->nranks; r++)
