@@ -75,6 +75,7 @@ static int waited_peer(collie_comm_t *c) {
 
 typedef struct {
   bool elsewhere;  /* it does not wait for the asker's own process (ranks as threads: a cycle) */
+  bool loops;      /* the far end of its chain is a wait for this very process */
   bool waited;     /* a thread waits for it right now (it sleeps or yields in collie_wait) */
   int64_t idle_ns;
   char text[COLLIE_WAITS_TEXT - 160], end[COLLIE_WAITS_TEXT];
@@ -120,6 +121,14 @@ static bool relay_silent(collie_comm_t *c, int p, char *buf, size_t len) {
   return true;
 }
 
+/* Whether `text` (a rank's description, made by collie_peer_desc) names this process. */
+static bool names_own_process(const collie_comm_t *c, const char *text) {
+  char mine[200];
+  const collie_card_t *me = &c->cards[c->rank];
+  snprintf(mine, sizeof(mine), "(pid %d on host %s)", me->pid, me->hostname);
+  return strstr(text, mine) != NULL;
+}
+
 /* Under c->lock: whether c waits without progress, and in what. */
 static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t *asker, int64_t now, stalled_t *s) {
   if (!c->ops || atomic_load(&c->failed) || !c->last_progress_ns || c->progress_seen != c->progress_count)
@@ -147,25 +156,33 @@ static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t
   if (q >= 0) snprintf(s->end, sizeof(s->end), "%s", e[0] ? e : t);
   else if (how) snprintf(s->end, sizeof(s->end), "%s is %s", collie_peer_desc(c, quiet, pd, sizeof(pd)), how);
   else if (q >= -1 || !relay_silent(c, quiet, s->end, sizeof(s->end))) s->end[0] = 0;
+  s->loops = names_own_process(c, s->end);
   return true;
 }
 
-/* Whether a is the better answer: what waits elsewhere than the asker's process, then what
- * a thread waits in (before operations that merely wait to be driven), then the longest. */
+/* Whether a is the better answer: one whose chain does not end in a wait for this process
+ * (across communicators two processes can wait for each other while the cause lies behind
+ * another wait of one of them: fault campaign, 5 ranks with rank 0 frozen, a reduce on the
+ * world and an all-gather on another communicator, and no error named rank 0), what waits
+ * elsewhere than the asker's process, then what a thread waits in (before operations that
+ * merely wait to be driven), then the longest. */
 static bool better(const stalled_t *a, const stalled_t *b) {
+  if (a->loops != b->loops) return !a->loops;
   if (a->elsewhere != b->elsewhere) return a->elsewhere;
   if (a->waited != b->waited) return a->waited;
   return a->idle_ns > b->idle_ns;
 }
 
-/* Under list_lock; `held`: a communicator whose lock the caller holds (or NULL). */
-static void describe(collie_comm_t *asking, int asker, collie_comm_t *held, char *text, char *end) {
+/* Under list_lock; `held`: a communicator whose lock the caller holds (or NULL); `skip`: one
+ * to leave out (or NULL). Whether any communicator was stalled. */
+static bool describe(collie_comm_t *asking, int asker, collie_comm_t *held, const collie_comm_t *skip, char *text,
+                     char *end) {
   stalled_t best, s;
   bool found = false;
   const int64_t now = collie_now_ns();
   for (size_t i = 0; i < list_n; i++) {
     collie_comm_t *c = list[i];
-    if (atomic_load(&c->destroyed) || !c->cards || !collie_only_rank_here(c, c->rank)) continue;
+    if (c == skip || atomic_load(&c->destroyed) || !c->cards || !collie_only_rank_here(c, c->rank)) continue;
     if (c != held && !lock_briefly(c)) continue;
     const bool st = stalled(c, asking, &asking->cards[asker], now, &s);
     if (c != held) collie_unlock(&c->lock);
@@ -180,15 +197,16 @@ static void describe(collie_comm_t *asking, int asker, collie_comm_t *held, char
   if (!found) {
     snprintf(text, COLLIE_WAITS_TEXT, "%s is not waiting without progress in collie: it has not reached this "
              "operation (busy elsewhere in the program, or blocked outside collie)", me);
-    return;
+    return false;
   }
   snprintf(text, COLLIE_WAITS_TEXT, "%.150s has itself waited %.300s", me, best.text);
   snprintf(end, COLLIE_WAITS_TEXT, "%s", best.end);
+  return true;
 }
 
 void collie_own_waits_describe(collie_comm_t *asking, int asker, char *text, char *end) {
   pthread_mutex_lock(&list_lock);
-  describe(asking, asker, NULL, text, end);
+  describe(asking, asker, NULL, NULL, text, end);
   pthread_mutex_unlock(&list_lock);
 }
 
@@ -201,10 +219,30 @@ void collie_own_waits_post(collie_comm_t *held) {
   for (size_t i = 0; i < list_n; i++) {
     collie_comm_t *c = list[i];
     if (atomic_load(&c->destroyed) || !c->cards || !c->shm || !collie_only_rank_here(c, c->rank)) continue;
-    describe(c, c->rank, held, text, end); /* asked by itself: any peer elsewhere is "elsewhere" */
+    describe(c, c->rank, held, NULL, text, end); /* asked by itself: any peer elsewhere is "elsewhere" */
     collie_shm_post_waits(c, text, end);
   }
   pthread_mutex_unlock(&list_lock);
+}
+
+/* Under comm->lock: when the chain of waits ends at this rank's own process (`far` names
+ * it), what this process itself waits for on its other communicators, as ", which is this
+ * rank's own process: it has itself waited ...", else "". Across communicators two ranks
+ * can each wait for the other while the cause lies further on, behind one of this
+ * process's other waits (fault campaign: rank 4, frozen rank 0, 5 ranks; rank 1 waited
+ * in a reduce on the world for this rank, which waited for rank 1 in an all-gather on
+ * another communicator, and the error named no frozen rank). */
+static void comes_back(collie_comm_t *comm, const char *far, char *buf, size_t len) {
+  char text[COLLIE_WAITS_TEXT], end[COLLIE_WAITS_TEXT];
+  buf[0] = 0;
+  /* the far end is one rank's wait, and names this process only as the one waited for */
+  if (!names_own_process(comm, far) || pthread_mutex_trylock(&list_lock)) return;
+  const bool found = describe(comm, comm->rank, comm, comm, text, end);
+  pthread_mutex_unlock(&list_lock);
+  if (!found) return;
+  /* the far end first again: the sentence is cut to fit */
+  if (end[0]) snprintf(buf, len, ", which is this rank's own process; at the end of its own chain, %s; %s", end, text);
+  else snprintf(buf, len, ", which is this rank's own process: %s", text);
 }
 
 void collie_peer_said(collie_comm_t *comm, char *buf, size_t len) {
@@ -214,8 +252,10 @@ void collie_peer_said(collie_comm_t *comm, char *buf, size_t len) {
   if (q == -1) return;
   if (q >= 0) {
     /* the far end first: a sentence cut to fit keeps what matters most */
-    if (e[0]) snprintf(buf, len, "; at the end of the chain of ranks waiting for each other, %s; asked first, %s", e, t);
-    else snprintf(buf, len, "; asked, %s", t);
+    char own[2 * COLLIE_WAITS_TEXT + 128];
+    comes_back(comm, e[0] ? e : t, own, sizeof(own));
+    if (e[0]) snprintf(buf, len, "; at the end of the chain of ranks waiting for each other, %s%s; asked first, %s", e, own, t);
+    else snprintf(buf, len, "; asked, %s%s", t, own);
     return;
   }
   const int p = -2 - q;

@@ -47,8 +47,10 @@ void collie_own_waits_describe(collie_comm_t *asking, int asker, char *text, cha
 void collie_own_waits_post(collie_comm_t *held);
 
 /* Under comm->lock, at its timeout: what the peer its stall report last asked said (and the
- * far end of the chain), or that the peer, or rank 0 that passes the question on, is a
- * stopped process of this host; "" when there is nothing to add. Starts with "; ". */
+ * far end of the chain, and when that end is a wait for this process, what the process
+ * waits for on its other communicators), or that the peer, or rank 0 that passes the
+ * question on, is a stopped process of this host; "" when there is nothing to add. Starts
+ * with "; ". */
 void collie_peer_said(collie_comm_t *comm, char *buf, size_t len);
 
 /* Whether rank `rank` of c is the only rank of c in this process (ranks may be threads):

@@ -117,7 +117,7 @@ void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
     collie_own_waits_post(comm);
   }
   if (!may_time_out || idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
-  char what[512], said[768];
+  char what[512], said[1024];
   collie_describe_wait(comm, what, sizeof(what));
   collie_peer_said(comm, said, sizeof(said));
   collie_comm_fail(comm, COLLIE_ERR_TIMEOUT, false,

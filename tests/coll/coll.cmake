@@ -127,6 +127,12 @@ add_fuzz_stop_test(coll_fuzz_stop_hosts_root_4 4 0:67 "COLL_FAKE_HOSTS=2" --seed
 # posts its answer in its segments too, and rank 0 acknowledges each stall report, so that
 # the chain ends at "rank 0 ..., which passes on the question ..., has not acknowledged it".
 add_fuzz_stop_test(coll_fuzz_stop_hosts_chain_4 4 0:126 "COLL_FAKE_HOSTS=2;COLLIE_PROGRESS_THREAD=1" --seed 3271428458)
+# Two processes waiting for each other across communicators, the cause behind another wait
+# of one of them: rank 2 waited in a reduce on the world for rank 4, which waited for rank
+# 2 in an all-gather on another communicator, while its own reduce waited for frozen rank
+# 0; the chain's answers went round the pair and no error named rank 0 (fault campaign,
+# 2 runs of 2). An answer now prefers a wait whose chain does not come back to its process.
+add_fuzz_stop_test(coll_fuzz_stop_cycle_5 5 0:168 "COLLIE_PROGRESS_THREAD=1" --seed 283961115)
 
 # TCP between local ranks.
 foreach(n 2 3 5)
