@@ -31,8 +31,9 @@ void collie_own_waits_add(collie_comm_t *comm);
 void collie_own_waits_remove(collie_comm_t *comm);
 
 /* The answer for rank `asker` of `asking` (where the question came from): of this
- * process's communicators with an operation pending without progress, one that does not
- * wait for the asker's own process (with ranks as threads, another thread of it), that a
+ * process's communicators with an operation pending without progress, one whose chain does
+ * not end in a wait for this process, that does not wait for the asker's own process (with
+ * ranks as threads, another thread of it), that a
  * thread waits in, and stalled longest, in that order. `text`: "rank 0 (pid ...) has itself
  * waited 1.5 s without progress on another communicator (where it is rank 0 of 5), in
  * barrier #65: waiting ...", or that it is not waiting in collie; `end`: the far end of the
