@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/native/shm_native.h"
 #include "bootstrap/control.h"
 #include "core/comm_internal.h"
 #include "sched/executor.h"
@@ -70,7 +71,7 @@ static int waited_peer(collie_comm_t *c) {
     int p;
     return collie_op_waited_xfer(c, op, &p) ? p : -1;
   }
-  return -1;
+  return collie_native_deferred_root(c); /* a comparison with a root's call, if any */
 }
 
 typedef struct {
@@ -131,7 +132,8 @@ static bool names_own_process(const collie_comm_t *c, const char *text) {
 
 /* Under c->lock: whether c waits without progress, and in what. */
 static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t *asker, int64_t now, stalled_t *s) {
-  if (!c->ops || atomic_load(&c->failed) || !c->last_progress_ns || c->progress_seen != c->progress_count)
+  if ((!c->ops && !collie_native_deferred(c)) || atomic_load(&c->failed) || !c->last_progress_ns ||
+      c->progress_seen != c->progress_count)
     return false;
   s->idle_ns = now - c->last_progress_ns;
   if (s->idle_ns < STALL_MIN_NS) return false;

@@ -526,5 +526,12 @@ void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
       snprintf(buf, len, "%s", collie_request_what(op->req, what, sizeof(what)));
     return;
   }
-  snprintf(buf, len, "no operation");
+  /* A small reduce's non-root returned before comparing its call with the root's: what is
+   * left waits for the root to enter that reduce (collie_comm_synchronize, destroy). */
+  const int root = collie_native_deferred_root(comm);
+  if (root >= 0)
+    snprintf(buf, len, "the comparison of a reduce it completed with the call of its root, %s, which has not "
+             "entered that reduce", collie_peer_desc(comm, root, pd, sizeof(pd)));
+  else
+    snprintf(buf, len, "no operation");
 }

@@ -22,6 +22,9 @@ for _ in $(seq 600); do # the survivors' verdicts, within 60 s
   kill -0 "$job" 2>/dev/null || break
   sleep 0.1
 done
+# counted before the resume: a survivor that stops only once the frozen rank runs again
+# waited for it with no timeout (a synchronize on a reduce's comparison with a frozen root)
+before_resume=$(verdicts)
 victim=$(sed -n 's/^coll_check: rank [0-9]* (pid \([0-9]*\)) stops itself.*/\1/p' "$log" | head -n 1)
 [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null # also when something failed: collie-run's timeout ends it then
 wait "$job"
@@ -34,6 +37,7 @@ named=$(grep -c "the stop of rank" <<<"$out")
 resumed=$(grep -c "resumed, the stopped rank was told" <<<"$out")
 [ -n "$victim" ] || { echo "FAIL: the victim never stopped"; exit 1; }
 [ "$stopped" = $((n - 1)) ] || { echo "FAIL: $stopped of $((n - 1)) survivors stopped on the frozen rank"; exit 1; }
+[ "$before_resume" -ge $((n - 1)) ] || { echo "FAIL: only $before_resume of $((n - 1)) survivors had stopped while the rank was frozen (60 s)"; exit 1; }
 [ "$named" -ge 1 ] || { echo "FAIL: no survivor's error named the frozen rank"; exit 1; }
 # collie-run gives only the first failure's status: a survivor's sanitizer report would hide behind it
 if grep -q "Sanitizer" <<<"$out"; then echo "FAIL: a sanitizer reported an error (above)"; exit 1; fi

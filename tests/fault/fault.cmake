@@ -54,6 +54,12 @@ add_fault_both_transports(cross_blocking 3 cross-blocking "COLLIE_EXEC_TIMEOUT=2
 # each waited for, which in a ring may be another waiting rank; now it names the late one.
 # The answers travel one rank further each stall report (2 s): 10 s see the ring's 3 hops.
 add_fault_both_transports(late_rank 4 late-rank "COLLIE_EXEC_TIMEOUT=10;COLLIE_ALGO=allreduce:ring")
+# A small reduce's non-root returns at once and compares its call with the root's once the
+# root enters it; with no operation left, a synchronize waiting for that comparison had no
+# timeout and waited for a frozen root for good (coll_fuzz_stop_hosts_root_4 under ASan).
+add_test(NAME fault_late_root_shm COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} late-root)
+set_tests_properties(fault_late_root_shm PROPERTIES TIMEOUT 60 LABELS fault
+                     ENVIRONMENT "COLLIE_EXEC_TIMEOUT=2;COLLIE_ALGO=reduce:shm")
 # Nonblocking all-reduces on two communicators, waited for in opposite orders: a wait moved
 # only its own communicator, and both ranks waited until COLLIE_EXEC_TIMEOUT.
 add_test(NAME fault_cross_wait_tcp COMMAND $<TARGET_FILE:collie-run> -n 2 --timeout 50 ${FAULT_BIN} cross-wait)

@@ -29,6 +29,12 @@
  *                                       memory, the all-reduce as messages): every rank must
  *                                       fail with COLLIE_ERR_MISMATCH within 5 s, naming the
  *                                       round rank 1 never reached
+ *   fault_rank late-root                (2 ranks, COLLIE_EXEC_TIMEOUT=2) rank 1 reduces 8 bytes
+ *                                       to rank 0 in shared memory (it returns at once,
+ *                                       comparing its call with the root's later) and calls
+ *                                       collie_comm_synchronize while rank 0 sleeps 6 s: the
+ *                                       synchronize must fail with COLLIE_ERR_TIMEOUT within
+ *                                       5 s, naming rank 0's pid; rank 0's reduce then fails
  *   fault_rank cross-wait               an all-reduce pending on two communicators (the world,
  *                                       and a split of it), waited for in opposite orders by
  *                                       ranks 0 and 1 (run with COLLIE_TRANSPORT=tcp): both
@@ -301,6 +307,28 @@ static int zero_count(void) {
   const char *msg = collie_get_last_error(comm);
   printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt, msg);
   bool ok = n <= 32 && r == COLLIE_ERR_MISMATCH && dt < 5 && strstr(msg, "rank 1 ") && strstr(msg, "without reaching");
+  collie_comm_destroy(comm);
+  return ok ? 0 : 1;
+}
+
+static int late_root(void) {
+  collie_comm_t *comm;
+  int rank;
+  if (init_rank(&comm, &rank)) return 1;
+  int64_t me = (int64_t)getpid(), pids[2] = {0, 0};
+  collie_result_t r = collie_allgather(&me, pids, 1, COLLIE_INT64, comm);
+  if (r) return fail("allgather of pids", r, comm);
+  float x = 1, y = 0;
+  if (rank == 0) sleep(6);
+  double t0 = now_s();
+  r = collie_reduce(&x, &y, 1, COLLIE_FLOAT32, COLLIE_SUM, 0, comm);
+  if (!r && rank == 1) r = collie_comm_synchronize(comm);
+  const double dt = now_s() - t0;
+  const char *msg = collie_get_last_error(comm);
+  printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt, msg);
+  char pid[48];
+  snprintf(pid, sizeof(pid), "(pid %lld on host", (long long)pids[0]);
+  const bool ok = rank == 0 ? r != COLLIE_SUCCESS : r == COLLIE_ERR_TIMEOUT && dt < 5 && strstr(msg, pid);
   collie_comm_destroy(comm);
   return ok ? 0 : 1;
 }
@@ -1254,6 +1282,7 @@ int main(int argc, char **argv) {
                                                                : EXCHANGE);
   if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout(false);
   if (argc == 2 && !strcmp(argv[1], "late-rank")) return late_rank();
+  if (argc == 2 && !strcmp(argv[1], "late-root")) return late_root();
   if (argc == 2 && !strcmp(argv[1], "cross-blocking")) return cross_blocking();
   if (argc == 2 && !strcmp(argv[1], "test-timeout")) return exec_timeout(true);
   if (argc == 2 && !strcmp(argv[1], "connect-timeout")) return connect_timeout();
@@ -1279,6 +1308,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | frozen-relay | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | frozen-relay | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | late-root | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
   return 2;
 }

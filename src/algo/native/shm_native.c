@@ -573,6 +573,16 @@ bool collie_native_deferred(const collie_comm_t *comm) {
   return comm->shm && comm->shm->verify_lo < comm->shm->verify_hi;
 }
 
+int collie_native_deferred_root(const collie_comm_t *comm) {
+  if (!collie_native_deferred(comm)) return -1;
+  const collie_shm_state_t *st = comm->shm;
+  for (uint64_t g = st->verify_lo; g < st->verify_hi; g++) {
+    const int root = st->verify_root[inl_slot(comm, g)] - 1;
+    if (root >= 0) return root;
+  }
+  return -1;
+}
+
 void collie_native_drop_deferred(collie_comm_t *comm) {
   if (comm->shm) comm->shm->verify_lo = comm->shm->verify_hi;
 }

@@ -63,6 +63,9 @@ int collie_native_progress(collie_comm_t *comm);
 bool collie_native_deferred(const collie_comm_t *comm);
 /* The communicator failed: nothing is left to compare. */
 void collie_native_drop_deferred(collie_comm_t *comm);
+/* The root whose call the oldest deferred comparison waits for (it has not entered that
+ * reduce yet), or -1. */
+int collie_native_deferred_root(const collie_comm_t *comm);
 
 /* For timeout sentences: what the oldest native operation waits for. */
 void collie_native_describe(collie_comm_t *comm, const struct collie_op *op, char *buf, size_t len);
