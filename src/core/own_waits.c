@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "algo/native/shm_native.h"
 #include "bootstrap/control.h"
@@ -227,6 +228,17 @@ void collie_own_waits_post(collie_comm_t *held) {
   pthread_mutex_unlock(&list_lock);
 }
 
+/* The list lock, waited for up to 50 ms: a timeout's sentence comes once, and the holder
+ * (a watchdog answering a question) tries each communicator's lock a bounded number of
+ * times, so a caller holding one delays it without deadlock. */
+static bool list_lock_within_50ms(void) {
+  for (int i = 0; i < 50; i++) {
+    if (!pthread_mutex_trylock(&list_lock)) return true;
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  }
+  return false;
+}
+
 /* Under comm->lock: when the chain of waits ends at this rank's own process (`far` names
  * it), what this process itself waits for on its other communicators, as ", which is this
  * rank's own process: it has itself waited ...", else "". Across communicators two ranks
@@ -238,7 +250,7 @@ static void comes_back(collie_comm_t *comm, const char *far, char *buf, size_t l
   char text[COLLIE_WAITS_TEXT], end[COLLIE_WAITS_TEXT];
   buf[0] = 0;
   /* the far end is one rank's wait, and names this process only as the one waited for */
-  if (!names_own_process(comm, far) || pthread_mutex_trylock(&list_lock)) return;
+  if (!names_own_process(comm, far) || !list_lock_within_50ms()) return;
   const bool found = describe(comm, comm->rank, comm, comm, text, end);
   pthread_mutex_unlock(&list_lock);
   if (!found) return;
