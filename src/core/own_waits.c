@@ -123,18 +123,17 @@ static bool relay_silent(collie_comm_t *c, int p, char *buf, size_t len) {
   return true;
 }
 
-/* Whether `text` (a rank's description, made by collie_peer_desc) names this process. */
+/* Whether `text` (ranks described by collie_peer_desc) names this process: its own
+ * description's "(pid ... on host ...)". */
 static bool names_own_process(const collie_comm_t *c, const char *text) {
-  char mine[200];
-  const collie_card_t *me = &c->cards[c->rank];
-  snprintf(mine, sizeof(mine), "(pid %d on host %s)", me->pid, me->hostname);
-  return strstr(text, mine) != NULL;
+  char mine[160];
+  const char *proc = strchr(collie_peer_desc(c, c->rank, mine, sizeof(mine)), '(');
+  return proc && strstr(text, proc) != NULL;
 }
 
 /* Under c->lock: whether c waits without progress, and in what. */
 static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t *asker, int64_t now, stalled_t *s) {
-  if ((!c->ops && !collie_native_deferred(c)) || atomic_load(&c->failed) || !c->last_progress_ns ||
-      c->progress_seen != c->progress_count)
+  if (!collie_comm_pending(c) || atomic_load(&c->failed) || !c->last_progress_ns || c->progress_seen != c->progress_count)
     return false;
   s->idle_ns = now - c->last_progress_ns;
   if (s->idle_ns < STALL_MIN_NS) return false;

@@ -92,7 +92,7 @@ static void report_stall(collie_comm_t *comm) {
 void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
   /* A comparison left to make counts as an operation: a synchronize waiting for one whose
    * root was frozen waited for good (coll_fuzz_stop_hosts_root_4, about 1 run in 8 under ASan). */
-  if ((!comm->ops && !collie_native_deferred(comm)) || atomic_load(&comm->failed)) return;
+  if (!collie_comm_pending(comm) || atomic_load(&comm->failed)) return;
   if (comm->progress_seen != comm->progress_count) {
     comm->progress_seen = comm->progress_count;
     comm->last_progress_ns = 0; /* the idle time starts at the next clock read */
@@ -374,7 +374,7 @@ collie_result_t collie_comm_synchronize_internal(collie_comm_t *comm) {
     collie_lock(&comm->lock);
     int moved = collie_progress(comm);
     if (!moved) collie_check_idle(comm, false, true);
-    bool empty = comm->ops == NULL && !collie_native_deferred(comm);
+    bool empty = !collie_comm_pending(comm);
     collie_unlock(&comm->lock);
     if (empty) break;
     if (moved) w.rounds = 0;

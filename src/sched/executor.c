@@ -506,6 +506,8 @@ const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const coll
   return NULL;
 }
 
+bool collie_comm_pending(const collie_comm_t *comm) { return comm->ops || collie_native_deferred(comm); }
+
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
   char pd[160], what[96];
   for (collie_op_t *op = comm->ops; op; op = op->next) {

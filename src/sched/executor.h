@@ -135,6 +135,9 @@ collie_result_t collie_request_wait(collie_request_t *req);
  * dependencies done, and that peer in *peer; NULL if none. */
 const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const collie_op_t *op, int *peer);
 /* Describes what the oldest operation is waiting for, for timeout sentences. */
+/* Under comm->lock: whether comm has work a wait must see through: an operation, or (with
+ * none left) a small reduce's comparison with its root's call (shm_native.c). */
+bool collie_comm_pending(const collie_comm_t *comm);
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len);
 
 /* The fingerprint of collective op as rank `rank` calls it: what the shared-memory
