@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/fast_lane.h"
 #include "core/copy.h"
 #include "core/error.h"
 #include "sched/executor.h"
@@ -397,6 +398,8 @@ collie_result_t collie_ibarrier(collie_comm_t *comm, req_t **req) {
 /* Blocking forms: COLLIE_BLOCKING (post.h). */
 collie_result_t collie_allreduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,
                                  collie_comm_t *comm) {
+  collie_result_t fast;
+  if (collie_fast_allreduce(s, r, n, dt, op, comm, &fast)) return fast;
   COLLIE_BLOCKING(collie_iallreduce(s, r, n, dt, op, comm, &req));
 }
 collie_result_t collie_broadcast(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {

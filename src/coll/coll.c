@@ -106,9 +106,17 @@ void collie_coll_unclaim(collie_comm_t *comm, bool claimed) {
   if (claimed) atomic_store_explicit(&comm->coll_thread, 0, memory_order_relaxed);
 }
 
+void collie_coll_hold(collie_comm_t *comm, collie_request_t *req) {
+  atomic_store_explicit(&comm->coll_thread, collie_thread_id(), memory_order_relaxed);
+  comm->coll_thread_coll = (int)req->coll;
+  comm->coll_thread_seq = req->seq;
+  req->claimed = true;
+}
+
 /* What an operation without a schedule carries: a shared-memory collective's (its rounds
  * live in the op), a count-0 collective's behind others (collie_coll_done). */
 static collie_sched_t no_steps;
+collie_sched_t *collie_coll_no_steps(void) { return &no_steps; }
 
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req) {
@@ -163,6 +171,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
       comm->native_memo.bytes = call->bytes;
       comm->native_memo.elem_size = args->elem_size;
       comm->native_memo.algo = chosen;
+      comm->native_memo.fast = false; /* until the operation is prepared, below */
       break;
     }
     s = collie_sched_cache_get(comm, args, cands[i], &users);
@@ -225,7 +234,12 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   }
   op->sched_users = users;
   op->stream = collie_coll_streams(comm, recv_bytes(args));
-  if (native) collie_native_prepare(op, args);
+  if (native) {
+    collie_native_prepare(op, args);
+    /* the memo is this call's now: whether its repeats may take the fast lane */
+    comm->native_memo.fast = args->coll == COLLIE_COLL_ALLREDUCE && op->nat_small && op->nat_inline &&
+                             op->nat_inl_lines == 1 && op->nat_nrounds == 1 && !op->nat_may_direct;
+  }
   op->temp = call->temp;
   op->counts_hash = counts_hash(args);
   if (call->op == COLLIE_AVG && call->avg_count) {
@@ -247,12 +261,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   if (call->root == comm->rank && !native) collie_claim_root(comm, args->coll, call->root, comm->coll_seq + 1);
   res = collie_post_locked(comm, op, req, &kick);
   if (!res) collie_comm_check_left(comm);
-  if (!res && frame) { /* a blocking call outside a group: the thread is the communicator's until its wait ends */
-    atomic_store_explicit(&comm->coll_thread, collie_thread_id(), memory_order_relaxed);
-    comm->coll_thread_coll = (int)args->coll;
-    comm->coll_thread_seq = (*req)->seq;
-    (*req)->claimed = true;
-  }
+  if (!res && frame) collie_coll_hold(comm, *req);
   collie_unlock(&comm->lock);
   if (kick) collie_progress_kick(comm);
   if (res) collie_comm_end_abort(comm);

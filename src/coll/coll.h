@@ -29,11 +29,16 @@ static inline bool collie_coll_streams(const collie_comm_t *comm, uint64_t bytes
 
 collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, const collie_coll_call_t *call,
                                  collie_request_t **req);
+/* The schedule of an operation without steps (a shared-memory collective's). */
+collie_sched_t *collie_coll_no_steps(void);
 /* A call made of several collectives (collie_comm_split) holds comm as one blocking
  * collective does: another thread's collective meanwhile fails the communicator. Fails
  * like a collective on a failed communicator; *claimed says whether to unclaim. */
 collie_result_t collie_coll_claim(collie_comm_t *comm, const char *fn, bool *claimed);
 void collie_coll_unclaim(collie_comm_t *comm, bool claimed);
+/* Under comm->lock: a blocking collective outside a group (posted as req) holds comm for
+ * this thread until its wait ends (collie_request_wait lets go). */
+void collie_coll_hold(collie_comm_t *comm, collie_request_t *req);
 /* A collective with nothing to move on any rank: a completed request, or one that completes
  * when the operations issued before it have. */
 collie_result_t collie_coll_done(collie_comm_t *comm, collie_coll_t coll, const collie_coll_call_t *call,

@@ -64,6 +64,8 @@ collie_result_t collie_post(collie_comm_t *comm, collie_op_t *op, collie_request
   return res;
 }
 
+bool collie_in_group(void) { return group.depth > 0; }
+
 void collie_frame_offer(collie_frame_t *frame) { offered = group.depth > 0 ? NULL : frame; }
 
 collie_frame_t *collie_frame_take(void) {

@@ -19,6 +19,8 @@ collie_result_t collie_post_locked(collie_comm_t *comm, collie_op_t *op, collie_
  * offer. */
 void collie_frame_offer(collie_frame_t *frame);
 collie_frame_t *collie_frame_take(void);
+/* Whether this thread is between collie_group_start and collie_group_end. */
+bool collie_in_group(void);
 /* The body of a blocking call: `call`, its i-variant, posts into `req` (declared here),
  * with the request (and a shared-memory collective's operation) in this frame when
  * outside a group; then waits, or hands the request to the group. */

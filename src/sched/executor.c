@@ -256,12 +256,37 @@ static void append_op(collie_comm_t *comm, collie_op_t *op) {
   if (!comm->ops->next) comm->progress_count++; /* the idle time starts now */
 }
 
+/* Ties a request to op (numbered already) and holds a reference to comm for it: also for a
+ * request in a frame, since collie_comm_abort from another thread may drop the last other
+ * reference while the caller is still in its wait (comm_destroy.c). */
+static void bind_request(collie_comm_t *comm, collie_op_t *op, collie_request_t *req) {
+  collie_comm_retain(comm);
+  req->magic = COLLIE_REQ_LIVE;
+  req->comm = comm;
+  req->coll = op->coll;
+  req->seq = op->seq;
+  op->req = req;
+}
+
+static collie_request_t *frame_request(collie_op_t *op) {
+  collie_request_t *req = &op->frame->req;
+  memset(req, 0, sizeof(*req));
+  req->in_frame = true;
+  return req;
+}
+
+void collie_op_adopt(collie_comm_t *comm, collie_op_t *op, collie_request_t **reqp, uint64_t seq, uint64_t g) {
+  op->seq = seq;
+  bind_request(comm, op, *reqp = frame_request(op));
+  collie_native_adopt(comm, op, g);
+  comm->native_ops++;
+  append_op(comm, op);
+}
+
 collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **reqp) {
   collie_request_t *req;
   if (op->frame) {
-    req = &op->frame->req;
-    memset(req, 0, sizeof(*req));
-    req->in_frame = true;
+    req = frame_request(op);
   } else {
     req = zalloc(sizeof(*req));
     if (!req) {
@@ -270,16 +295,9 @@ collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_requ
       return collie_comm_fail_no_memory(comm, fn, "its request");
     }
   }
-  /* Also for a request in a frame: collie_comm_abort from another thread may drop the
-   * last other reference while the caller is still in its wait (comm_destroy.c). */
-  collie_comm_retain(comm);
-  req->magic = COLLIE_REQ_LIVE;
-  req->comm = comm;
-  op->req = req;
   if (op->coll != COLLIE_COLL_SEND && op->coll != COLLIE_COLL_RECV) op->seq = ++comm->coll_seq;
+  bind_request(comm, op, req);
   if (!req->in_frame) comm->posts++; /* nonblocking: see progress_main */
-  req->coll = op->coll;
-  req->seq = op->seq;
 
   if (op->native) {
     collie_native_number(comm, op);

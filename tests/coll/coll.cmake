@@ -352,6 +352,22 @@ add_coll_test(coll_runahead_shm_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE
 add_coll_test(coll_runahead_shm_area_8m_2 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=8M" ${COLL_RUN} -n 2 --timeout 280
               $<TARGET_FILE:runahead_check> 3000 19)
 
+# The fast lane of the blocking small all-reduce (src/coll/fast_lane.c) among late ranks,
+# pending and rooted calls, and calls that differ or never come (fast_lane_check.c). Forced
+# to the shared-memory collectives, where small rooted calls from 3 ranks may go as messages.
+add_executable(fast_lane_check ${CMAKE_CURRENT_LIST_DIR}/fast_lane_check.c)
+target_link_libraries(fast_lane_check PRIVATE collie_static)
+set(FAST_LANE $<TARGET_FILE:fast_lane_check>)
+add_coll_test(coll_fast_lane_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${FAST_LANE} run 20000 5)
+foreach(n 2 3 4 8)
+  add_coll_test(coll_fast_lane_shm_${n} 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n ${n} --timeout 280 ${FAST_LANE} run 4000 ${n})
+endforeach()
+foreach(what op count dtype)
+  add_coll_test(coll_fast_lane_mismatch_${what}_3 60 "COLLIE_EXEC_TIMEOUT=20" ${COLL_RUN} -n 3 --timeout 50
+                ${FAST_LANE} mismatch ${what})
+endforeach()
+add_coll_test(coll_fast_lane_late_3 60 "COLLIE_EXEC_TIMEOUT=2" ${COLL_RUN} -n 3 --timeout 50 ${FAST_LANE} late)
+
 # Buffers whose page offsets differ by 1 to 63 bytes, where memcpy and process_vm_readv /
 # writev are slow and collie copies another way (page_offset_check.c): by CMA wherever it
 # applies (messages, and the shared-memory all-to-all, all-gather and broadcast), and

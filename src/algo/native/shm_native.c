@@ -234,6 +234,16 @@ void collie_native_number(collie_comm_t *comm, collie_op_t *op) {
   comm->native_end[l] = op->nat_end;
 }
 
+void collie_native_adopt(collie_comm_t *comm, collie_op_t *op, uint64_t g) {
+  op->nat_base = op->nat_round = g;
+  op->nat_end = g + 1;
+  op->nat_fence = 0;
+  op->nat_phase = PH_DRAIN; /* where advance leaves a small reduction's inline round after staging it */
+  op->nat_checked = false;
+  op->nat_unstaged = false;
+  comm->shm->wake_pending = true; /* the first pass's wake-up, as after staging */
+}
+
 /* The round's element range [lo, lo+len) within each block (or the vector). */
 static void round_range(const collie_op_t *op, uint64_t k, size_t *lo, size_t *len) {
   *lo = (size_t)k * op->nat_piece;
@@ -479,22 +489,6 @@ static bool must_meet(const collie_comm_t *comm, const collie_op_t *op, int r) {
     return op->coll == COLLIE_COLL_REDUCE;
   }
   return true;
-}
-
-/* What the first round's check compares, cheaply: the sequence number, and a hash of the
- * other fields a mismatch sentence would name (the reduction only for reductions, the root
- * only for rooted collectives). */
-static void call_key(const collie_op_t *op, uint64_t key[2]) {
-  const bool reduction = op->coll == COLLIE_COLL_ALLREDUCE || op->coll == COLLIE_COLL_REDUCE ||
-                         op->coll == COLLIE_COLL_REDUCE_SCATTER;
-  const bool rooted = op->coll == COLLIE_COLL_BROADCAST || op->coll == COLLIE_COLL_REDUCE;
-  uint64_t h = (uint64_t)op->coll | (uint64_t)op->dt << 8 | (uint64_t)(reduction ? op->redop : 0) << 16 |
-               (uint64_t)(uint32_t)(rooted ? op->root : 0) << 32;
-  h ^= (uint64_t)op->count * 0x9e3779b97f4a7c15ull;
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ull;
-  key[0] = op->seq;
-  key[1] = h ^ (h >> 29);
 }
 
 /* Where a rank reads round g's key: in the inline line for inline rounds (one line to

@@ -80,6 +80,22 @@ static inline uint64_t shm_progress(collie_comm_t *comm, const collie_op_t *op, 
   return shm_counter(comm, r, c);
 }
 
+/* What the first round's check compares, cheaply: the sequence number, and a hash of the
+ * other fields a mismatch sentence would name (the reduction only for reductions, the root
+ * only for rooted collectives). */
+static inline void call_key(const collie_op_t *op, uint64_t key[2]) {
+  const bool reduction = op->coll == COLLIE_COLL_ALLREDUCE || op->coll == COLLIE_COLL_REDUCE ||
+                         op->coll == COLLIE_COLL_REDUCE_SCATTER;
+  const bool rooted = op->coll == COLLIE_COLL_BROADCAST || op->coll == COLLIE_COLL_REDUCE;
+  uint64_t h = (uint64_t)op->coll | (uint64_t)op->dt << 8 | (uint64_t)(reduction ? op->redop : 0) << 16 |
+               (uint64_t)(uint32_t)(rooted ? op->root : 0) << 32;
+  h ^= (uint64_t)op->count * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ull;
+  key[0] = op->seq;
+  key[1] = h ^ (h >> 29);
+}
+
 /* Remembers that op waits for rank r's counter c: for timeout sentences, and with more
  * ranks than cores (only then does the wait read it, core/wait.c) as the wait's hint. */
 static inline void shm_lags(collie_comm_t *comm, collie_op_t *op, int r, int c) {

@@ -1,0 +1,64 @@
+/* The blocking small all-reduce's rounds without an operation (see shm_native.h): the same
+ * stores, in the same order and to the same lines, as advance makes for an inline round of
+ * one line, so that a peer on the generic path cannot tell the two apart. */
+#include <string.h>
+
+#include "algo/native/shm_native.h"
+#include "algo/native/shm_rounds.h"
+#include "reduce/reduce.h"
+
+int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g) {
+  collie_shm_state_t *st = comm->shm;
+  const uint64_t r = comm->native_rounds;
+  /* advance's conditions for staging round r, met at once: no comparison deferred (and
+   * none that would hold the slot), and the last round waited for everyone's staging, so
+   * everyone has finished with this slot's previous round */
+  if (!comm->native_prev_all || st->verify_lo != st->verify_hi || r + 1 >= st->verify_lo + st->inl_slots) return -1;
+  *seq = ++comm->coll_seq;
+  *g = r;
+  comm->native_rounds = r + 1;
+  collie_shm_area_t *a = shm_area_of(comm, comm->rank);
+  const unsigned i = inl_slot(comm, r);
+  /* what sign reads: a mismatch sentence compares these fields */
+  const collie_op_t call = {.coll = COLLIE_COLL_ALLREDUCE, .dt = c->dt, .redop = c->redop, .root = -1,
+                            .count = c->count, .seq = *seq};
+  collie_op_fingerprint(&call, comm->rank, &a->sig[i]);
+  call_key(&call, a->inl[i].key);
+  memcpy(a->inl[i].data, c->sendbuf, c->bytes);
+  shm_store(comm, COLLIE_SHM_STAGED, r + 1);
+  atomic_store_explicit(&a->inl[i].tag, r + 1, memory_order_release);
+  shm_store(comm, COLLIE_SHM_READY, r + 1);
+  return 0;
+}
+
+int collie_native_fast_arrived(collie_comm_t *comm, uint64_t g, int *late) {
+  const unsigned i = inl_slot(comm, g);
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank && atomic_load_explicit(&shm_area_of(comm, r)->inl[i].tag, memory_order_acquire) < g + 1) {
+      *late = r;
+      return 0;
+    }
+  const uint64_t *mine = shm_area_of(comm, comm->rank)->inl[i].key;
+  for (int r = 0; r < comm->nranks; r++) {
+    const uint64_t *theirs = shm_area_of(comm, r)->inl[i].key;
+    if (r != comm->rank && (theirs[0] != mine[0] || theirs[1] != mine[1])) return -1;
+  }
+  return 1;
+}
+
+void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
+  const unsigned i = inl_slot(comm, g);
+  const collie_reduce_fn reduce = collie_reduce_kernel(c->dt, c->redop);
+  /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
+  const char *a = shm_area_of(comm, 0)->inl[i].data;
+  for (int r = 1; r < comm->nranks; r++) {
+    reduce(c->recvbuf, a, shm_area_of(comm, r)->inl[i].data, c->count);
+    a = c->recvbuf;
+  }
+  collie_shm_state_t *st = comm->shm;
+  st->verify_lo = st->verify_hi = g + 1;
+  shm_store(comm, COLLIE_SHM_DONE, g + 1);
+  comm->native_prev_all = true;
+  collie_shm_notify_others(comm);
+  comm->progress_count++;
+}

@@ -1,0 +1,189 @@
+/* The fast lane of the blocking small all-reduce (src/coll/fast_lane.c) among what can
+ * meet it. A repeated all-reduce of one inline line skips the generic path; whatever the
+ * lane cannot finish at once (a late peer, a call that differs, something else pending or
+ * deferred) must become the generic path's operation without a trace in the results.
+ *
+ *   fast_lane_check run ITERATIONS SEED
+ *       one seeded random sequence on every rank: runs of repeated all-reduces (1 to 5
+ *       elements of int32, int64, float32 or float64; sum, max, min or prod; in place or
+ *       not), broken by late ranks (one sleeps 1 to 3 ms before its call), a nonblocking
+ *       all-reduce pending under a blocking one, small broadcasts and reduces (after which
+ *       the lane must wait for what they leave: a root's readers, a reduce's deferred
+ *       comparison), a barrier, and a size change; every result is checked
+ *   fast_lane_check mismatch op|count|dtype
+ *       100 matching all-reduces, then the last rank changes the op, the count or the
+ *       datatype of the 101st: every rank must fail with COLLIE_ERR_MISMATCH within 5 s,
+ *       naming that call
+ *   fast_lane_check late
+ *       (COLLIE_EXEC_TIMEOUT=2) 100 all-reduces, then the last rank sleeps 4 s before the
+ *       101st: every other rank must fail with COLLIE_ERR_TIMEOUT within 5 s, naming it
+ *   (launched by collie-run) */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collie.h"
+
+static uint64_t next(uint64_t *s) { /* xorshift64* */
+  *s ^= *s >> 12;
+  *s ^= *s << 25;
+  *s ^= *s >> 27;
+  return *s * 0x2545f4914f6cdd1dull;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Small integers, exact in every datatype used and in their products over 8 ranks. */
+static int64_t value(uint64_t it, int rank, int j) { return (int64_t)((it * 7 + (uint64_t)rank * 3 + (uint64_t)j) % 5) + 1; }
+
+static int64_t expect(uint64_t it, int n, int j, collie_redop_t op) {
+  int64_t acc = value(it, 0, j);
+  for (int r = 1; r < n; r++) {
+    const int64_t v = value(it, r, j);
+    acc = op == COLLIE_SUM ? acc + v : op == COLLIE_PROD ? acc * v : op == COLLIE_MAX ? (v > acc ? v : acc)
+                                                                                      : (v < acc ? v : acc);
+  }
+  return acc;
+}
+
+static const collie_datatype_t types[] = {COLLIE_INT32, COLLIE_INT64, COLLIE_FLOAT32, COLLIE_FLOAT64};
+static const collie_redop_t ops[] = {COLLIE_SUM, COLLIE_MAX, COLLIE_MIN, COLLIE_PROD};
+
+static void put(void *buf, collie_datatype_t dt, int j, int64_t v) {
+  switch (dt) {
+    case COLLIE_INT32: ((int32_t *)buf)[j] = (int32_t)v; break;
+    case COLLIE_INT64: ((int64_t *)buf)[j] = v; break;
+    case COLLIE_FLOAT32: ((float *)buf)[j] = (float)v; break;
+    default: ((double *)buf)[j] = (double)v; break;
+  }
+}
+
+static int64_t get(const void *buf, collie_datatype_t dt, int j) {
+  switch (dt) {
+    case COLLIE_INT32: return ((const int32_t *)buf)[j];
+    case COLLIE_INT64: return ((const int64_t *)buf)[j];
+    case COLLIE_FLOAT32: return (int64_t)((const float *)buf)[j];
+    default: return (int64_t)((const double *)buf)[j];
+  }
+}
+
+typedef struct {
+  collie_comm_t *comm;
+  int rank, n;
+  collie_datatype_t dt;
+  collie_redop_t op;
+  int count;
+} ctx_t;
+
+static int bad(const ctx_t *c, uint64_t it, const char *what, collie_result_t r) {
+  fprintf(stderr, "fast_lane_check: rank %d: call %llu, %s: %s\n", c->rank, (unsigned long long)it, what,
+          r ? collie_get_last_error(c->comm) : "wrong result");
+  return 1;
+}
+
+/* One all-reduce of call `it` (blocking, or pending under another when `under`), checked. */
+static int allreduce(const ctx_t *c, uint64_t it, bool in_place, bool under) {
+  char in[64], out[64], in2[64], out2[64];
+  for (int j = 0; j < c->count; j++) {
+    put(in, c->dt, j, value(it, c->rank, j));
+    put(out, c->dt, j, -7);
+    put(in2, c->dt, j, value(it + 1, c->rank, j));
+  }
+  collie_request_t *req = NULL;
+  collie_result_t r = COLLIE_SUCCESS;
+  if (under) r = collie_iallreduce(in2, out2, (size_t)c->count, c->dt, c->op, c->comm, &req);
+  if (!r) r = collie_allreduce(in, in_place ? in : out, (size_t)c->count, c->dt, c->op, c->comm);
+  if (!r && req) r = collie_wait(req);
+  if (r) return bad(c, it, "all-reduce", r);
+  for (int j = 0; j < c->count; j++) {
+    if (get(in_place ? in : out, c->dt, j) != expect(it, c->n, j, c->op)) return bad(c, it, "all-reduce", 0);
+    if (under && get(out2, c->dt, j) != expect(it + 1, c->n, j, c->op)) return bad(c, it, "pending all-reduce", 0);
+  }
+  return 0;
+}
+
+static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
+  uint64_t s = seed | 1;
+  for (uint64_t it = 0; it < iterations; it++) {
+    const uint64_t k = next(&s) % 100;
+    if (k < 3) { /* a new size, type or op: the generic path first, then the lane again */
+      c->count = 1 + (int)(next(&s) % 5);
+      c->dt = types[next(&s) % 4];
+      c->op = ops[next(&s) % 4];
+    } else if (k < 8) { /* a late rank: the others' lanes hand over to the generic wait */
+      const int who = (int)(next(&s) % (uint64_t)c->n), us = 1000 + (int)(next(&s) % 2000);
+      if (who == c->rank) usleep((useconds_t)us);
+    } else if (k < 11) {
+      if (allreduce(c, it, false, true)) return 1;
+      continue;
+    } else if (k < 14) { /* a root's readers may still read: the lane waits for them */
+      int64_t b = c->rank == 1 % c->n ? (int64_t)it : -1;
+      collie_result_t r = collie_broadcast(&b, &b, 1, COLLIE_INT64, 1 % c->n, c->comm);
+      if (r || b != (int64_t)it) return bad(c, it, "broadcast", r);
+    } else if (k < 17) { /* a reduce's other ranks compare their call with the root's later */
+      int64_t x = value(it, c->rank, 0), y = -1;
+      const int root = (int)(next(&s) % (uint64_t)c->n);
+      collie_result_t r = collie_reduce(&x, &y, 1, COLLIE_INT64, COLLIE_SUM, root, c->comm);
+      if (r || (c->rank == root && y != expect(it, c->n, 0, COLLIE_SUM))) return bad(c, it, "reduce", r);
+    } else if (k < 18) {
+      collie_result_t r = collie_barrier(c->comm);
+      if (r) return bad(c, it, "barrier", r);
+    }
+    if (allreduce(c, it, next(&s) % 4 == 0, false)) return 1;
+  }
+  return 0;
+}
+
+/* After 100 matching calls the last rank makes the 101st differ, or come 4 s late. */
+static int misfit(ctx_t *c, const char *what) {
+  for (uint64_t it = 0; it < 100; it++)
+    if (allreduce(c, it, false, false)) return 1;
+  const bool last = c->rank == c->n - 1, late = !strcmp(what, "late");
+  if (last && !strcmp(what, "op")) c->op = COLLIE_MAX;
+  else if (last && !strcmp(what, "count")) c->count = 3;
+  else if (last && !strcmp(what, "dtype")) c->dt = COLLIE_INT32;
+  else if (!late && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype")) return 2;
+  if (last && late) sleep(4);
+  const double t0 = now_s();
+  int64_t in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
+  collie_result_t r = collie_allreduce(in, out, (size_t)c->count, c->dt, c->op, c->comm);
+  const double dt = now_s() - t0;
+  const char *msg = collie_get_last_error(c->comm);
+  printf("rank %d: %s after %.1f s: %s\n", c->rank, collie_get_error_string(r), dt, msg);
+  char victim[32];
+  snprintf(victim, sizeof(victim), "rank %d ", c->n - 1);
+  if (late)
+    return last || (r == COLLIE_ERR_TIMEOUT && dt < 5 && strstr(msg, victim)) ? 0 : 1;
+  return r == COLLIE_ERR_MISMATCH && dt < 5 && strstr(msg, "#101") ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || (!strcmp(argv[1], "run") && argc != 4) || (!strcmp(argv[1], "mismatch") && argc != 3)) {
+    fprintf(stderr, "usage: fast_lane_check run ITERATIONS SEED | mismatch op|count|dtype | late\n");
+    return 2;
+  }
+  ctx_t c = {.dt = COLLIE_FLOAT32, .op = COLLIE_SUM, .count = 2};
+  collie_result_t r = collie_comm_init_env(&c.comm);
+  if (r) {
+    fprintf(stderr, "fast_lane_check: init: %s\n", collie_get_last_error(NULL));
+    return 1;
+  }
+  collie_comm_rank(c.comm, &c.rank);
+  collie_comm_size(c.comm, &c.n);
+  int rc;
+  if (!strcmp(argv[1], "run")) rc = run(&c, strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
+  else if (!strcmp(argv[1], "mismatch")) rc = misfit(&c, argv[2]);
+  else if (!strcmp(argv[1], "late")) rc = misfit(&c, "late");
+  else rc = 2;
+  collie_comm_destroy(c.comm);
+  if (!rc && c.rank == 0) printf("fast_lane_check %s: ok\n", argv[1]);
+  return rc;
+}
