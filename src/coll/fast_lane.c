@@ -9,21 +9,21 @@
  * one line), with nothing else pending, the fast lane stages the round itself, polls the
  * peers' lines for a while, and returns: no operation, no request, one lock.
  *
- * Whatever the lane cannot finish at once becomes the operation the generic path would
- * have posted, in the state it would have reached (collie_op_adopt), and the generic wait
- * takes over: a late or sleeping peer, a call that differs on another rank (explained as
- * always), a failure or an abort meanwhile, more ranks than CPUs (a waiter must yield to
- * a peer on its CPU at once). The lane holds comm->lock throughout, as a progress pass
- * does, so an abort from another thread waits for it or defers, and a collective another
- * thread calls meanwhile waits for it rather than overlapping it. */
+ * Whatever the lane cannot finish within a short wait becomes the operation the generic
+ * path would have posted, in the state it would have reached (collie_op_adopt), and the
+ * generic wait takes over with its timeouts and stall reports: a late or sleeping peer, a
+ * call that differs on another rank (explained as always), a failure or an abort
+ * meanwhile. The lane holds comm->lock throughout, as a progress pass does, so an abort
+ * from another thread waits for it or defers, and a collective another thread calls
+ * meanwhile waits for it rather than overlapping it. */
 #include "coll/fast_lane.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "algo/native/shm_native.h"
 #include "coll/coll.h"
 #include "core/comm.h"
-#include <string.h>
 #include "sched/executor.h"
 #include "transport/shm.h"
 
@@ -97,6 +97,7 @@ bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, col
     return false;
   if ((unsigned)dt >= COLLIE_NUM_DATATYPES || (unsigned)redop >= COLLIE_NUM_OPS || redop == COLLIE_AVG) return false;
   const size_t esz = collie_datatype_size(dt);
+  /* an inline line holds at most COLLIE_SHM_INLINE_FIRST bytes, hence elements: no overflow below */
   if (count > COLLIE_SHM_INLINE_FIRST || esz != comm->native_memo.elem_size || count * esz != comm->native_memo.bytes)
     return false;
   const uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf, bytes = count * esz;
@@ -114,7 +115,7 @@ bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, col
     return false;
   }
   collie_comm_check_left(comm); /* a peer that destroyed its communicator before this call */
-  const int arrived = wait_arrival(comm, g);
+  const int arrived = atomic_load_explicit(&comm->failed, memory_order_acquire) ? 0 : wait_arrival(comm, g);
   if (arrived > 0 && !atomic_load_explicit(&comm->failed, memory_order_acquire)) {
     collie_native_fast_finish(comm, &c, g);
     collie_unlock(&comm->lock);
