@@ -53,6 +53,10 @@ endforeach()
 # waiting in its own order; blocking calls, alone or in groups, check that what their
 # communicator issued before them has completed. Over shared memory (streaming stores from the smallest size in one), as
 # threads, over TCP, with the progress thread, and on two "hosts".
+# Runs of repeated small all-reduces among the rest: their repeats take the fast lane
+# (src/coll/fast_lane.c) wherever nothing else is in flight on their communicator.
+add_coll_test(coll_fuzz_repeat_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 1M
+              --fuzz-repeat)
 add_coll_test(coll_fuzz_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 4M)
 add_coll_test(coll_fuzz_stream_3 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK}
               --fuzz 600 --fuzz-bytes 4M --seed 2)
@@ -86,6 +90,9 @@ add_fuzz_kill_test(coll_fuzz_kill_root_3 3 0:60 "")
 add_fuzz_kill_test(coll_fuzz_kill_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
 add_fuzz_kill_test(coll_fuzz_kill_progress_thread_5 5 3:200 "COLLIE_PROGRESS_THREAD=1")
 add_fuzz_kill_test(coll_fuzz_kill_multithread_4 4 1:100 "" --fuzz-threads 3)
+# killed inside a run of repeated small all-reduces (operation 41 is one, of 14 calls),
+# where the others are in the fast lane (src/coll/fast_lane.c)
+add_fuzz_kill_test(coll_fuzz_kill_repeat_4 4 3:41 "" --fuzz-repeat)
 
 # A rank frozen (SIGSTOP) in the middle of such a sequence (coll_check --fuzz-stop R:K):
 # every other rank must stop within COLLIE_EXEC_TIMEOUT (6 s here) with an error naming it,
@@ -105,6 +112,8 @@ add_fuzz_stop_test(coll_fuzz_stop_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
 add_fuzz_stop_test(coll_fuzz_stop_tcp_root_4 4 0:11 "COLLIE_TRANSPORT=tcp" --seed 30526)
 add_fuzz_stop_test(coll_fuzz_stop_progress_thread_4 4 2:150 "COLLIE_PROGRESS_THREAD=1")
 add_fuzz_stop_test(coll_fuzz_stop_multithread_3 3 1:160 "" --fuzz-threads 2 --seed 22637)
+# frozen inside a run of repeated small all-reduces (as coll_fuzz_kill_repeat_4)
+add_fuzz_stop_test(coll_fuzz_stop_repeat_3 3 1:41 "" --fuzz-repeat)
 # Rank 3 blocked in a collective on one communicator, whose wait also moves its operation
 # on another (stuck on the frozen rank): asked what it waits for, it named the first (a
 # cycle back to the asker) until the other's idle time was kept too (core/progress_others.c).

@@ -3,7 +3,7 @@
  *
  *   coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big]
  *              [--counts C[,C..]] [--register [mixed]] [--mismatch] [--init-in-group] [--seed S]
- *              [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-split]
+ *              [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-split] [--fuzz-repeat]
  *                        [--fuzz-kill R:K | --fuzz-stop R:K]]
  *              [--signal-storm] [-v]
  *
@@ -63,6 +63,9 @@
  * the world (a communicator per thread, as API.md allows), with seeds of their own.
  * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
  * rank, or none) while others are in flight, runs a case on the new one and destroys it.
+ * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces of one call of
+ * at most 40 bytes (their repeats take the fast lane, src/coll/fast_lane.c, where nothing
+ * else is in flight on that communicator); a victim (below) strikes inside such a run.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
  * then stop with an error naming R's pid, or another survivor's abort, and passes when it
  * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
@@ -122,7 +125,8 @@ static struct {
   int fuzz_threads;  /* --fuzz-threads T: T sequences at once, a thread and communicator each */
   int stop;          /* --fuzz-stop R:K: rank R stops itself (SIGSTOP) instead of dying */
   int fuzz_split;    /* --fuzz-split: one operation in 48 is a communicator split */
-} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0, 1, 0, 0};
+  int fuzz_repeat;   /* --fuzz-repeat: one operation in 8 is a run of repeated small all-reduces */
+} opt = {0, (1u << K_NUM) - 1, 1, 0, 0, 0, 1, 0, 0, 0, {0}, 0, (size_t)1 << 20, -1, 0, 1, 0, 0, 0};
 
 static const collie_datatype_t all_dtypes[] = {COLLIE_INT8,    COLLIE_UINT8,    COLLIE_INT32,   COLLIE_UINT32,
                                                COLLIE_INT64,   COLLIE_UINT64,   COLLIE_FLOAT16, COLLIE_BFLOAT16,
@@ -1401,21 +1405,87 @@ static bool fuzz_split(ctx_t *xs, uint64_t i) {
   return !y.fatal;
 }
 
+/* A case in flight, and the communicator it was issued on. */
+typedef struct {
+  case_t c;
+  int ci;
+} fuzz_fly_t;
+
+/* Blocking calls on communicators gci[0..posted) have returned (`later` describes the
+ * last), so everything issued before them there must test done: checks and drops those of
+ * the nfly cases in flight; returns how many are left. */
+static int fuzz_blocked(ctx_t *xs, fuzz_fly_t *fly, int nfly, const int *gci, int posted, const char *later,
+                        bool *fatal) {
+  int kept = 0;
+  for (int k = 0; k < nfly; k++) {
+    bool before = false;
+    for (int j = 0; j < posted; j++) before |= fly[k].ci == gci[j];
+    if (!before) {
+      fly[kept++] = fly[k];
+      continue;
+    }
+    if (!*fatal) fuzz_predecessor(&xs[fly[k].ci], &fly[k].c, later);
+    *fatal |= xs[fly[k].ci].fatal;
+    fuzz_drop(&fly[k].c);
+  }
+  return kept;
+}
+
+/* --fuzz-repeat: whether operation i is a run of repeated small all-reduces. */
+static bool fuzz_is_run(uint64_t i) {
+  return opt.fuzz_repeat && !(opt.fuzz_split && fuzz_draw(i, 11) % 48 == 0) && fuzz_draw(i, 15) % 8 == 0;
+}
+
+/* Operation i as a run of 2 to 40 blocking all-reduces of one call (1 to 40 bytes, any
+ * datatype, sum, prod, max or min: AVG never takes the fast lane) on one communicator, in
+ * place or not by turns, each verified; a victim of operation i strikes inside it, where
+ * the others are in their fast lanes. Fills *ci and `later` (the last call). False on a
+ * failure. */
+static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char *later, size_t len) {
+  *ci = (int)(fuzz_draw(i, 8) % FUZZ_COMMS);
+  ctx_t *x = &xs[*ci];
+  const collie_datatype_t dt = all_dtypes[fuzz_draw(i, 2) % (sizeof(all_dtypes) / sizeof(all_dtypes[0]))];
+  const collie_redop_t op = (collie_redop_t)(fuzz_draw(i, 3) % COLLIE_AVG);
+  const size_t esz = collie_datatype_size(dt), count = 1 + (size_t)(fuzz_draw(i, 4) % (40 / esz));
+  const int runs = 2 + (int)(fuzz_draw(i, 16) % 39), strike = (int)(fuzz_draw(i, 17) % (uint64_t)runs);
+  later[0] = 0;
+  if (opt.verbose) say(x, "operation %llu: a run of %d all-reduces, count %zu", (unsigned long long)i, runs, count);
+  for (int k = 0; k < runs; k++) {
+    if ((long)i == opt.kill_at && world_rank == opt.kill_rank && k == strike) fuzz_victim_strikes(x, (long)i);
+    case_t c;
+    case_init(x, &c, K_ALLREDUCE, dt, op, count, -1, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
+    case_setup(x, &c);
+    collie_result_t r = case_post(x, &c, NULL);
+    if (r) api_failed(x, &c, "a repeated blocking all-reduce", r);
+    else case_verify(x, &c);
+    if (k == runs - 1 || r) describe(x, &c, later, len);
+    case_free(&c);
+    if (r || x->fatal) return false;
+  }
+  return true;
+}
+
 static void run_fuzz(ctx_t *x) {
   enum { WMAX = 8 };
   ctx_t xs[FUZZ_COMMS];
   const int ncomms = fuzz_comms(x, xs);
-  struct {
-    case_t c;
-    int ci;
-  } fly[WMAX]; /* in flight, in the order they were issued */
+  fuzz_fly_t fly[WMAX]; /* in flight, in the order they were issued */
   int nfly = 0;
   bool fatal = ncomms < FUZZ_COMMS;
   uint64_t mine = cr_hash4(fuzz_seed, 0xF0F0, (uint64_t)x->rank, 0); /* this rank's choices */
   for (long i = 0; i < opt.fuzz && !fatal; i++) {
-    if (i >= opt.kill_at && x->rank == opt.kill_rank) fuzz_victim_strikes(x, i);
+    /* a run's victim strikes inside it (fuzz_repeat_run) */
+    if (i >= opt.kill_at && x->rank == opt.kill_rank && !(i == opt.kill_at && fuzz_is_run((uint64_t)i)))
+      fuzz_victim_strikes(x, i);
     if (opt.fuzz_split && fuzz_draw((uint64_t)i, 11) % 48 == 0) {
       fatal |= !fuzz_split(xs, (uint64_t)i);
+      continue;
+    }
+    if (fuzz_is_run((uint64_t)i)) {
+      int ci;
+      char later[1024];
+      fatal |= !fuzz_repeat_run(xs, (uint64_t)i, x->rank, &ci, later, sizeof(later));
+      nfly = fuzz_blocked(xs, fly, nfly, &ci, 1, later, &fatal);
       continue;
     }
     /* one blocking call in 8, a group of 2 to 4 in 8 (each the same on every rank) */
@@ -1450,19 +1520,7 @@ static void run_fuzz(ctx_t *x) {
         case_free(&g[j]);
       }
       /* they completed, so everything issued before them on their communicators did too */
-      int kept = 0;
-      for (int k = 0; k < nfly; k++) {
-        bool before = false;
-        for (int j = 0; j < posted; j++) before |= fly[k].ci == gci[j];
-        if (!before) {
-          fly[kept++] = fly[k];
-          continue;
-        }
-        if (!fatal) fuzz_predecessor(&xs[fly[k].ci], &fly[k].c, later);
-        fatal |= xs[fly[k].ci].fatal;
-        fuzz_drop(&fly[k].c);
-      }
-      nfly = kept;
+      nfly = fuzz_blocked(xs, fly, nfly, gci, posted, later, &fatal);
       i += len - 1;
       continue;
     }
@@ -1933,7 +1991,7 @@ static void usage(void) {
           "usage: coll_check [--threads N] [--coll NAME[,NAME..]] [--dtypes quick|all] [--big] [--mismatch]\n"
           "                  [--counts C[,C..]] [--register [mixed]] [--init-in-group] [--seed S] [--signal-storm]\n"
           "                  [-v]\n"
-          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-split]\n"
+          "                  [--fuzz K [--fuzz-bytes B] [--fuzz-threads T] [--fuzz-split] [--fuzz-repeat]\n"
           "                   [--fuzz-kill R:K | --fuzz-stop R:K]]\n"
           "  NAME: all");
   for (int k = 0; k < K_NUM; k++) fprintf(stderr, " %s", kind_names[k]);
@@ -2015,6 +2073,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--fuzz-bytes") && i + 1 < argc) opt.fuzz_bytes = parse_bytes(argv[++i]);
     else if (!strcmp(a, "--fuzz-threads") && i + 1 < argc) opt.fuzz_threads = atoi(argv[++i]);
     else if (!strcmp(a, "--fuzz-split")) opt.fuzz_split = 1;
+    else if (!strcmp(a, "--fuzz-repeat")) opt.fuzz_repeat = 1;
     else if ((!strcmp(a, "--fuzz-kill") || !strcmp(a, "--fuzz-stop")) && i + 1 < argc) {
       opt.stop = !strcmp(a, "--fuzz-stop");
       if (sscanf(argv[++i], "%d:%ld", &opt.kill_rank, &opt.kill_at) != 2 || opt.kill_rank < 0 || opt.kill_at < 0) usage();

@@ -4,7 +4,8 @@
 # fuzz_stop_test.sh, the checks of the ctests coll_fuzz_kill_* and coll_fuzz_stop_*) with
 # a random victim, operation, seed and rank count (2 to 6), and at random TCP,
 # COLLIE_PROTO=simple, a progress thread, 2 fake hosts (COLL_FAKE_HOSTS), --fuzz-split or
-# --fuzz-threads 2.
+# --fuzz-threads 2, and --fuzz-repeat (runs of repeated small all-reduces, where the
+# victim strikes inside the run: the others are in the fast lane).
 # Each failure's command line and output go to OUT_DIR/fail-N; the command reruns it.
 # The ctests pin a few such runs; this explores others (CI once met a resumed rank that
 # crashed in one of them: a receive written into a buffer the test had freed).
@@ -28,6 +29,7 @@ while campaign_more; do
   0) args+=(--fuzz-split) ;;
   1) args+=(--fuzz-threads 2) ;;
   esac
+  [ $((RANDOM % 2)) = 0 ] && args+=(--fuzz-repeat)
   [ $((RANDOM % 4)) = 0 ] && env+=(COLL_FAKE_HOSTS=2)
   cmd=(env "${env[@]}" bash "$here/$test" "$bin/collie-run" "$bin/coll_check" $n $victim "${args[@]}")
   campaign_run 200 "${cmd[@]}"

@@ -2,8 +2,8 @@
 # A random fuzz campaign, for a developer hunting rare failures (not a ctest): until
 # SECONDS have passed, runs coll_check --fuzz 300 with a random seed on 2 to 12 ranks, with
 # at random TCP, COLLIE_PROTO=simple or ll, a progress thread, process_vm_readv forced on
-# or off, 1 to 3 fake hosts (COLLIE_HOST_ID), and --fuzz-split, --register mixed or
-# --fuzz-threads 2. Each failure's command line and output go to OUT_DIR/fail-N; the
+# or off, 1 to 3 fake hosts (COLLIE_HOST_ID), --fuzz-split, --register mixed or
+# --fuzz-threads 2, and --fuzz-repeat. Each failure's command line and output go to OUT_DIR/fail-N; the
 # command reruns it exactly.
 #   tests/coll/fuzz_campaign.sh SECONDS [BIN_DIR (build/bin)] [OUT_DIR (a new temporary one)]
 set -u
@@ -30,6 +30,7 @@ while campaign_more; do
   1) cmd+=(--register mixed) ;;
   2) cmd+=(--fuzz-threads 2) ;;
   esac
+  [ $((RANDOM % 2)) = 0 ] && cmd+=(--fuzz-repeat)
   campaign_run 250 "${cmd[@]}"
 done
 campaign_end
