@@ -437,4 +437,8 @@ collie_result_t collie_scatter(const void *s, void *r, size_t n, collie_datatype
 collie_result_t collie_gather(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
   COLLIE_BLOCKING(collie_igather(s, r, n, dt, root, comm, &req));
 }
-collie_result_t collie_barrier(collie_comm_t *comm) { COLLIE_BLOCKING(collie_ibarrier(comm, &req)); }
+collie_result_t collie_barrier(collie_comm_t *comm) {
+  collie_result_t fast;
+  if (collie_fast_barrier(comm, &fast)) return fast;
+  COLLIE_BLOCKING(collie_ibarrier(comm, &req));
+}

@@ -237,8 +237,9 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   if (native) {
     collie_native_prepare(op, args);
     /* the memo is this call's now: whether its repeats may take the fast lane */
-    comm->native_memo.fast = args->coll == COLLIE_COLL_ALLREDUCE && op->nat_small && op->nat_inline &&
-                             op->nat_inl_lines == 1 && op->nat_nrounds == 1 && !op->nat_may_direct;
+    comm->native_memo.fast = ((args->coll == COLLIE_COLL_ALLREDUCE && op->nat_small) ||
+                              args->coll == COLLIE_COLL_BARRIER) &&
+                             op->nat_inline && op->nat_inl_lines == 1 && op->nat_nrounds == 1 && !op->nat_may_direct;
   }
   op->temp = call->temp;
   op->counts_hash = counts_hash(args);

@@ -1,4 +1,4 @@
-/* The fast lane of the blocking small all-reduce on one host.
+/* The fast lane of the blocking small all-reduce and the barrier on one host.
  *
  * A blocking all-reduce of a few bytes on a communicator whose ranks share this host is
  * one cache line each way, yet the generic path (argument checks, cost-model memo,
@@ -7,7 +7,8 @@
  * (2 ranks on 2 cores, 8 B, cycles between those two points counted with rdtsc). When it
  * repeats the last shared-memory call (the memo says that call was an inline all-reduce of
  * one line), with nothing else pending, the fast lane stages the round itself, polls the
- * peers' lines for a while, and returns: no operation, no request, one lock.
+ * peers' lines for a while, and returns: no operation, no request, one lock. A barrier is
+ * the same round without data.
  *
  * Whatever the lane cannot finish within a short wait becomes the operation the generic
  * path would have posted, in the state it would have reached (collie_op_adopt), and the
@@ -67,17 +68,17 @@ static int wait_arrival(collie_comm_t *comm, uint64_t g) {
  * the generic wait (under comm->lock, which it gives back). */
 static collie_result_t adopt_and_wait(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t seq, uint64_t g) {
   collie_frame_t frame;
-  collie_coll_args_t a = {.coll = COLLIE_COLL_ALLREDUCE,
+  collie_coll_args_t a = {.coll = c->coll,
                           .count = c->count,
-                          .in_place = c->sendbuf == c->recvbuf,
+                          .in_place = c->coll == COLLIE_COLL_ALLREDUCE && c->sendbuf == c->recvbuf,
                           .nranks = comm->nranks,
                           .rank = comm->rank,
                           .elem_size = collie_datatype_size(c->dt),
                           .group_of = comm->group_of,
                           .ngroups = comm->ngroups};
   /* in a frame, without scratch: cannot fail */
-  collie_op_t *op = collie_op_create(comm, collie_coll_no_steps(), false, c->sendbuf, c->recvbuf,
-                                     COLLIE_COLL_ALLREDUCE, c->count, c->dt, c->redop, -1, &frame);
+  collie_op_t *op = collie_op_create(comm, collie_coll_no_steps(), false, c->sendbuf, c->recvbuf, c->coll, c->count,
+                                     c->dt, c->redop, -1, &frame);
   op->stream = collie_coll_streams(comm, c->bytes);
   collie_native_prepare(op, &a);
   collie_request_t *req;
@@ -87,42 +88,61 @@ static collie_result_t adopt_and_wait(collie_comm_t *comm, const collie_fast_cal
   return collie_wait(req);
 }
 
-bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
-                           collie_redop_t redop, collie_comm_t *comm, collie_result_t *res) {
-  /* Anything unusual, bad arguments included, takes the generic path, which explains it. */
-  uint32_t magic;
-  if (!comm || !count || !sendbuf || !recvbuf) return false;
-  memcpy(&magic, comm, sizeof(magic));
-  if (magic != COLLIE_COMM_LIVE || !comm->native_memo.fast || comm->native_memo.coll != (int)COLLIE_COLL_ALLREDUCE)
-    return false;
-  if ((unsigned)dt >= COLLIE_NUM_DATATYPES || (unsigned)redop >= COLLIE_NUM_OPS || redop == COLLIE_AVG) return false;
-  const size_t esz = collie_datatype_size(dt);
-  /* an inline line holds at most COLLIE_SHM_INLINE_FIRST bytes, hence elements: no overflow below */
-  if (count > COLLIE_SHM_INLINE_FIRST || esz != comm->native_memo.elem_size || count * esz != comm->native_memo.bytes)
-    return false;
-  const uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf, bytes = count * esz;
-  if (s != r && s < r + bytes && r < s + bytes) return false; /* overlapping, not in place */
+/* The lane, for a call whose arguments hold (the callers check them): true with its result
+ * in *res, false having changed nothing. */
+static bool lane(collie_comm_t *comm, const collie_fast_call_t *c, collie_result_t *res) {
   if (collie_in_group() || atomic_load_explicit(&comm->has_progress_thread, memory_order_relaxed) ||
       atomic_load(&comm->destroyed))
     return false;
   collie_lock(&comm->lock);
-  const collie_fast_call_t c = {sendbuf, recvbuf, count, bytes, dt, redop};
   uint64_t seq, g;
   if (comm->ops || atomic_load_explicit(&comm->failed, memory_order_acquire) ||
       atomic_load_explicit(&comm->coll_thread, memory_order_relaxed) ||
-      collie_native_fast_publish(comm, &c, &seq, &g) < 0) {
+      collie_native_fast_publish(comm, c, &seq, &g) < 0) {
     collie_unlock(&comm->lock);
     return false;
   }
   collie_comm_check_left(comm); /* a peer that destroyed its communicator before this call */
   const int arrived = atomic_load_explicit(&comm->failed, memory_order_acquire) ? 0 : wait_arrival(comm, g);
   if (arrived > 0 && !atomic_load_explicit(&comm->failed, memory_order_acquire)) {
-    collie_native_fast_finish(comm, &c, g);
+    collie_native_fast_finish(comm, c, g);
     collie_unlock(&comm->lock);
     collie_comm_end_abort(comm); /* an abort from a signal handler deferred meanwhile */
     *res = COLLIE_SUCCESS;
     return true;
   }
-  *res = adopt_and_wait(comm, &c, seq, g);
+  *res = adopt_and_wait(comm, c, seq, g);
   return true;
+}
+
+/* Whether comm is a live communicator whose last shared-memory call was `coll` of `bytes`
+ * (elements of esz bytes) and may take the lane. Anything unusual, bad arguments included,
+ * takes the generic path, which explains it. */
+static bool memo_says(const collie_comm_t *comm, collie_coll_t coll, size_t bytes, size_t esz) {
+  uint32_t magic;
+  if (!comm) return false;
+  memcpy(&magic, comm, sizeof(magic));
+  return magic == COLLIE_COMM_LIVE && comm->native_memo.fast && comm->native_memo.coll == (int)coll &&
+         comm->native_memo.bytes == bytes && comm->native_memo.elem_size == esz;
+}
+
+bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
+                           collie_redop_t redop, collie_comm_t *comm, collie_result_t *res) {
+  if (!count || !sendbuf || !recvbuf || (unsigned)dt >= COLLIE_NUM_DATATYPES || (unsigned)redop >= COLLIE_NUM_OPS ||
+      redop == COLLIE_AVG)
+    return false;
+  /* an inline line holds at most COLLIE_SHM_INLINE_FIRST bytes, hence elements: no overflow below */
+  const size_t esz = collie_datatype_size(dt), bytes = count * esz;
+  if (count > COLLIE_SHM_INLINE_FIRST || !memo_says(comm, COLLIE_COLL_ALLREDUCE, bytes, esz)) return false;
+  const uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+  if (s != r && s < r + bytes && r < s + bytes) return false; /* overlapping, not in place */
+  const collie_fast_call_t c = {COLLIE_COLL_ALLREDUCE, sendbuf, recvbuf, count, bytes, dt, redop};
+  return lane(comm, &c, res);
+}
+
+bool collie_fast_barrier(collie_comm_t *comm, collie_result_t *res) {
+  /* as collie_ibarrier's call: no data, uint8, sum */
+  if (!memo_says(comm, COLLIE_COLL_BARRIER, 0, collie_datatype_size(COLLIE_UINT8))) return false;
+  const collie_fast_call_t c = {COLLIE_COLL_BARRIER, NULL, NULL, 0, 0, COLLIE_UINT8, COLLIE_SUM};
+  return lane(comm, &c, res);
 }

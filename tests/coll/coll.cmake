@@ -90,9 +90,9 @@ add_fuzz_kill_test(coll_fuzz_kill_root_3 3 0:60 "")
 add_fuzz_kill_test(coll_fuzz_kill_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
 add_fuzz_kill_test(coll_fuzz_kill_progress_thread_5 5 3:200 "COLLIE_PROGRESS_THREAD=1")
 add_fuzz_kill_test(coll_fuzz_kill_multithread_4 4 1:100 "" --fuzz-threads 3)
-# killed inside a run of repeated small all-reduces (operation 41 is one, of 14 calls),
+# killed inside a run of repeated small all-reduces (operation 44 is one, of 32 calls),
 # where the others are in the fast lane (src/coll/fast_lane.c)
-add_fuzz_kill_test(coll_fuzz_kill_repeat_4 4 3:41 "" --fuzz-repeat)
+add_fuzz_kill_test(coll_fuzz_kill_repeat_4 4 3:44 "" --fuzz-repeat)
 
 # A rank frozen (SIGSTOP) in the middle of such a sequence (coll_check --fuzz-stop R:K):
 # every other rank must stop within COLLIE_EXEC_TIMEOUT (6 s here) with an error naming it,
@@ -112,8 +112,10 @@ add_fuzz_stop_test(coll_fuzz_stop_tcp_3 3 1:100 "COLLIE_TRANSPORT=tcp")
 add_fuzz_stop_test(coll_fuzz_stop_tcp_root_4 4 0:11 "COLLIE_TRANSPORT=tcp" --seed 30526)
 add_fuzz_stop_test(coll_fuzz_stop_progress_thread_4 4 2:150 "COLLIE_PROGRESS_THREAD=1")
 add_fuzz_stop_test(coll_fuzz_stop_multithread_3 3 1:160 "" --fuzz-threads 2 --seed 22637)
-# frozen inside a run of repeated small all-reduces (as coll_fuzz_kill_repeat_4)
+# frozen inside a run of repeated barriers (operation 41 is one, of 14), and of small
+# all-reduces (as coll_fuzz_kill_repeat_4)
 add_fuzz_stop_test(coll_fuzz_stop_repeat_3 3 1:41 "" --fuzz-repeat)
+add_fuzz_stop_test(coll_fuzz_stop_repeat_4 4 2:44 "" --fuzz-repeat)
 # Rank 3 blocked in a collective on one communicator, whose wait also moves its operation
 # on another (stuck on the frozen rank): asked what it waits for, it named the first (a
 # cycle back to the asker) until the other's idle time was kept too (core/progress_others.c).
@@ -371,7 +373,7 @@ add_coll_test(coll_fast_lane_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${FAST_LANE
 foreach(n 2 3 4 8)
   add_coll_test(coll_fast_lane_shm_${n} 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n ${n} --timeout 280 ${FAST_LANE} run 4000 ${n})
 endforeach()
-foreach(what op count dtype)
+foreach(what op count dtype barrier barrier-count)
   add_coll_test(coll_fast_lane_mismatch_${what}_3 60 "COLLIE_EXEC_TIMEOUT=20" ${COLL_RUN} -n 3 --timeout 50
                 ${FAST_LANE} mismatch ${what})
 endforeach()

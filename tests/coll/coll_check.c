@@ -64,8 +64,9 @@
  * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
  * rank, or none) while others are in flight, runs a case on the new one and destroys it.
  * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces of one call of
- * at most 40 bytes (their repeats take the fast lane, src/coll/fast_lane.c, where nothing
- * else is in flight on that communicator); a victim (below) strikes inside such a run.
+ * at most 40 bytes, or of barriers (their repeats take the fast lane, src/coll/fast_lane.c,
+ * where nothing else is in flight on that communicator); a victim (below) strikes inside
+ * such a run.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
  * then stop with an error naming R's pid, or another survivor's abort, and passes when it
  * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
@@ -1438,9 +1439,9 @@ static bool fuzz_is_run(uint64_t i) {
 
 /* Operation i as a run of 2 to 40 blocking all-reduces of one call (1 to 40 bytes, any
  * datatype, sum, prod, max or min: AVG never takes the fast lane) on one communicator, in
- * place or not by turns, each verified; a victim of operation i strikes inside it, where
- * the others are in their fast lanes. Fills *ci and `later` (the last call). False on a
- * failure. */
+ * place or not by turns, each verified, or (one run in 4) of barriers; a victim of
+ * operation i strikes inside it, where the others are in their fast lanes. Fills *ci and
+ * `later` (the last call). False on a failure. */
 static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char *later, size_t len) {
   *ci = (int)(fuzz_draw(i, 8) % FUZZ_COMMS);
   ctx_t *x = &xs[*ci];
@@ -1448,15 +1449,19 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
   const collie_redop_t op = (collie_redop_t)(fuzz_draw(i, 3) % COLLIE_AVG);
   const size_t esz = collie_datatype_size(dt), count = 1 + (size_t)(fuzz_draw(i, 4) % (40 / esz));
   const int runs = 2 + (int)(fuzz_draw(i, 16) % 39), strike = (int)(fuzz_draw(i, 17) % (uint64_t)runs);
+  const bool barriers = fuzz_draw(i, 60) % 4 == 0;
   later[0] = 0;
-  if (opt.verbose) say(x, "operation %llu: a run of %d all-reduces, count %zu", (unsigned long long)i, runs, count);
+  if (opt.verbose)
+    say(x, "operation %llu: a run of %d %s, count %zu", (unsigned long long)i, runs,
+        barriers ? "barriers" : "all-reduces", barriers ? (size_t)0 : count);
   for (int k = 0; k < runs; k++) {
     if ((long)i == opt.kill_at && world_rank == opt.kill_rank && k == strike) fuzz_victim_strikes(x, (long)i);
     case_t c;
-    case_init(x, &c, K_ALLREDUCE, dt, op, count, -1, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
+    if (barriers) case_init(x, &c, K_BARRIER, dt, op, 0, -1, 0);
+    else case_init(x, &c, K_ALLREDUCE, dt, op, count, -1, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
     case_setup(x, &c);
     collie_result_t r = case_post(x, &c, NULL);
-    if (r) api_failed(x, &c, "a repeated blocking all-reduce", r);
+    if (r) api_failed(x, &c, barriers ? "a repeated barrier" : "a repeated blocking all-reduce", r);
     else case_verify(x, &c);
     if (k == runs - 1 || r) describe(x, &c, later, len);
     case_free(&c);

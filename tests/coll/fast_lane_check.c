@@ -1,5 +1,6 @@
-/* The fast lane of the blocking small all-reduce (src/coll/fast_lane.c) among what can
- * meet it. A repeated all-reduce of one inline line skips the generic path; whatever the
+/* The fast lane of the blocking small all-reduce and the barrier (src/coll/fast_lane.c)
+ * among what can meet it. A repeated all-reduce of one inline line, or a repeated barrier,
+ * skips the generic path; whatever the
  * lane cannot finish at once (a late peer, a call that differs, something else pending or
  * deferred) must become the generic path's operation without a trace in the results.
  *
@@ -9,11 +10,12 @@
  *       not), broken by late ranks (one sleeps 1 to 3 ms before its call), a nonblocking
  *       all-reduce pending under a blocking one, small broadcasts and reduces (after which
  *       the lane must wait for what they leave: a root's readers, a reduce's deferred
- *       comparison), a barrier, and a size change; every result is checked
- *   fast_lane_check mismatch op|count|dtype
+ *       comparison), runs of barriers, and a size change; every result is checked
+ *   fast_lane_check mismatch op|count|dtype|barrier|barrier-count
  *       100 matching all-reduces, then the last rank changes the op, the count or the
- *       datatype of the 101st: every rank must fail with COLLIE_ERR_MISMATCH within 5 s,
- *       naming that call
+ *       datatype of the 101st, or calls a barrier instead: every rank must fail with
+ *       COLLIE_ERR_MISMATCH within 5 s, naming that call; `barrier-count`: 100 barriers,
+ *       then the last rank calls an all-reduce instead
  *   fast_lane_check late
  *       (COLLIE_EXEC_TIMEOUT=2) 100 all-reduces, then the last rank sleeps 4 s before the
  *       101st: every other rank must fail with COLLIE_ERR_TIMEOUT within 5 s, naming it
@@ -133,9 +135,11 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
       const int root = (int)(next(&s) % (uint64_t)c->n);
       collie_result_t r = collie_reduce(&x, &y, 1, COLLIE_INT64, COLLIE_SUM, root, c->comm);
       if (r || (c->rank == root && y != expect(it, c->n, 0, COLLIE_SUM))) return bad(c, it, "reduce", r);
-    } else if (k < 18) {
-      collie_result_t r = collie_barrier(c->comm);
-      if (r) return bad(c, it, "barrier", r);
+    } else if (k < 22) { /* barriers: the lane's round without data */
+      for (int b = 1 + (int)(next(&s) % 20); b > 0; b--) {
+        collie_result_t r = collie_barrier(c->comm);
+        if (r) return bad(c, it, "barrier", r);
+      }
     }
     if (allreduce(c, it, next(&s) % 4 == 0, false)) return 1;
   }
@@ -144,17 +148,26 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
 
 /* After 100 matching calls the last rank makes the 101st differ, or come 4 s late. */
 static int misfit(ctx_t *c, const char *what) {
-  for (uint64_t it = 0; it < 100; it++)
-    if (allreduce(c, it, false, false)) return 1;
+  const bool barriers = !strcmp(what, "barrier-count");
+  for (uint64_t it = 0; it < 100; it++) {
+    collie_result_t r = barriers ? collie_barrier(c->comm) : COLLIE_SUCCESS;
+    if (r) return bad(c, it, "barrier", r);
+    if (!barriers && allreduce(c, it, false, false)) return 1;
+  }
   const bool last = c->rank == c->n - 1, late = !strcmp(what, "late");
+  bool barrier = barriers;
   if (last && !strcmp(what, "op")) c->op = COLLIE_MAX;
   else if (last && !strcmp(what, "count")) c->count = 3;
   else if (last && !strcmp(what, "dtype")) c->dt = COLLIE_INT32;
-  else if (!late && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype")) return 2;
+  else if (last && (!strcmp(what, "barrier") || barriers)) barrier = !barrier;
+  else if (!late && !barriers && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype") &&
+           strcmp(what, "barrier"))
+    return 2;
   if (last && late) sleep(4);
   const double t0 = now_s();
   int64_t in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
-  collie_result_t r = collie_allreduce(in, out, (size_t)c->count, c->dt, c->op, c->comm);
+  collie_result_t r = barrier ? collie_barrier(c->comm)
+                              : collie_allreduce(in, out, (size_t)c->count, c->dt, c->op, c->comm);
   const double dt = now_s() - t0;
   const char *msg = collie_get_last_error(c->comm);
   printf("rank %d: %s after %.1f s: %s\n", c->rank, collie_get_error_string(r), dt, msg);
@@ -167,7 +180,7 @@ static int misfit(ctx_t *c, const char *what) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || (!strcmp(argv[1], "run") && argc != 4) || (!strcmp(argv[1], "mismatch") && argc != 3)) {
-    fprintf(stderr, "usage: fast_lane_check run ITERATIONS SEED | mismatch op|count|dtype | late\n");
+    fprintf(stderr, "usage: fast_lane_check run ITERATIONS SEED | mismatch op|count|dtype|barrier|barrier-count | late\n");
     return 2;
   }
   ctx_t c = {.dt = COLLIE_FLOAT32, .op = COLLIE_SUM, .count = 2};

@@ -1,6 +1,7 @@
-/* The blocking small all-reduce's rounds without an operation (see shm_native.h): the same
- * stores, in the same order and to the same lines, as advance makes for an inline round of
- * one line, so that a peer on the generic path cannot tell the two apart. */
+/* The blocking small all-reduce's and barrier's rounds without an operation (see
+ * shm_native.h): the same stores, in the same order and to the same lines, as advance
+ * makes for an inline round of one line, so that a peer on the generic path cannot tell
+ * the two apart. */
 #include <string.h>
 
 #include "algo/native/shm_native.h"
@@ -20,11 +21,11 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
   const unsigned i = inl_slot(comm, r);
   /* what sign reads: a mismatch sentence compares these fields */
-  const collie_op_t call = {.coll = COLLIE_COLL_ALLREDUCE, .dt = c->dt, .redop = c->redop, .root = -1,
-                            .count = c->count, .seq = *seq};
+  const collie_op_t call = {.coll = c->coll, .dt = c->dt, .redop = c->redop, .root = -1, .count = c->count,
+                            .seq = *seq};
   collie_op_fingerprint(&call, comm->rank, &a->sig[i]);
   call_key(&call, a->inl[i].key);
-  memcpy(a->inl[i].data, c->sendbuf, c->bytes);
+  if (c->bytes) memcpy(a->inl[i].data, c->sendbuf, c->bytes); /* a barrier stages nothing (fills) */
   shm_store(comm, COLLIE_SHM_STAGED, r + 1);
   atomic_store_explicit(&a->inl[i].tag, r + 1, memory_order_release);
   shm_store(comm, COLLIE_SHM_READY, r + 1);
@@ -47,13 +48,15 @@ int collie_native_fast_arrived(collie_comm_t *comm, uint64_t g, int *late) {
 }
 
 void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
-  const unsigned i = inl_slot(comm, g);
-  const collie_reduce_fn reduce = collie_reduce_kernel(c->dt, c->redop);
-  /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
-  const char *a = shm_area_of(comm, 0)->inl[i].data;
-  for (int r = 1; r < comm->nranks; r++) {
-    reduce(c->recvbuf, a, shm_area_of(comm, r)->inl[i].data, c->count);
-    a = c->recvbuf;
+  if (c->coll == COLLIE_COLL_ALLREDUCE) {
+    const unsigned i = inl_slot(comm, g);
+    const collie_reduce_fn reduce = collie_reduce_kernel(c->dt, c->redop);
+    /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
+    const char *a = shm_area_of(comm, 0)->inl[i].data;
+    for (int r = 1; r < comm->nranks; r++) {
+      reduce(c->recvbuf, a, shm_area_of(comm, r)->inl[i].data, c->count);
+      a = c->recvbuf;
+    }
   }
   collie_shm_state_t *st = comm->shm;
   st->verify_lo = st->verify_hi = g + 1;
