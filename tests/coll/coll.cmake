@@ -55,7 +55,7 @@ endforeach()
 # threads, over TCP, with the progress thread, and on two "hosts".
 # Runs of repeated small all-reduces among the rest: their repeats take the fast lane
 # (src/coll/fast_lane.c) wherever nothing else is in flight on their communicator.
-add_coll_test(coll_fuzz_repeat_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 1M
+add_coll_test(coll_fuzz_repeat_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 500 --fuzz-bytes 1M
               --fuzz-repeat)
 add_coll_test(coll_fuzz_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 4M)
 add_coll_test(coll_fuzz_stream_3 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK}
@@ -369,7 +369,7 @@ add_coll_test(coll_runahead_shm_area_8m_2 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_S
 add_executable(fast_lane_check ${CMAKE_CURRENT_LIST_DIR}/fast_lane_check.c)
 target_link_libraries(fast_lane_check PRIVATE collie_static)
 set(FAST_LANE $<TARGET_FILE:fast_lane_check>)
-add_coll_test(coll_fast_lane_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${FAST_LANE} run 20000 5)
+add_coll_test(coll_fast_lane_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${FAST_LANE} run 8000 5)
 foreach(n 2 3 4 8)
   add_coll_test(coll_fast_lane_shm_${n} 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n ${n} --timeout 280 ${FAST_LANE} run 4000 ${n})
 endforeach()

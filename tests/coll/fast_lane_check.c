@@ -17,8 +17,8 @@
  *       COLLIE_ERR_MISMATCH within 5 s, naming that call; `barrier-count`: 100 barriers,
  *       then the last rank calls an all-reduce instead
  *   fast_lane_check late
- *       (COLLIE_EXEC_TIMEOUT=2) 100 all-reduces, then the last rank sleeps 4 s before the
- *       101st: every other rank must fail with COLLIE_ERR_TIMEOUT within 5 s, naming it
+ *       (COLLIE_EXEC_TIMEOUT=2) 100 all-reduces, then the last rank sleeps 3 s before the
+ *       101st: every other rank must fail with COLLIE_ERR_TIMEOUT within 3 s, naming it
  *   (launched by collie-run) */
 #include <stdbool.h>
 #include <stdint.h>
@@ -146,7 +146,7 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
   return 0;
 }
 
-/* After 100 matching calls the last rank makes the 101st differ, or come 4 s late. */
+/* After 100 matching calls the last rank makes the 101st differ, or come 3 s late. */
 static int misfit(ctx_t *c, const char *what) {
   const bool barriers = !strcmp(what, "barrier-count");
   for (uint64_t it = 0; it < 100; it++) {
@@ -163,7 +163,7 @@ static int misfit(ctx_t *c, const char *what) {
   else if (!late && !barriers && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype") &&
            strcmp(what, "barrier"))
     return 2;
-  if (last && late) sleep(4);
+  if (last && late) sleep(3);
   const double t0 = now_s();
   int64_t in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
   collie_result_t r = barrier ? collie_barrier(c->comm)
@@ -174,7 +174,7 @@ static int misfit(ctx_t *c, const char *what) {
   char victim[32];
   snprintf(victim, sizeof(victim), "rank %d ", c->n - 1);
   if (late)
-    return last || (r == COLLIE_ERR_TIMEOUT && dt < 5 && strstr(msg, victim)) ? 0 : 1;
+    return last || (r == COLLIE_ERR_TIMEOUT && dt < 3 && strstr(msg, victim)) ? 0 : 1;
   return r == COLLIE_ERR_MISMATCH && dt < 5 && strstr(msg, "#101") ? 0 : 1;
 }
 
