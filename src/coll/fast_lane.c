@@ -88,15 +88,22 @@ static collie_result_t adopt_and_wait(collie_comm_t *comm, const collie_fast_cal
   return collie_wait(req);
 }
 
-/* The lane, for a call whose arguments hold (the callers check them): true with its result
- * in *res, false having changed nothing. */
+/* Whether comm's last shared-memory call (the memo, coll/coll.c, under comm->lock) was c's
+ * collective and size, and may take the lane. */
+static bool memo_says(const collie_comm_t *comm, const collie_fast_call_t *c) {
+  return comm->native_memo.fast && comm->native_memo.coll == (int)c->coll && comm->native_memo.bytes == c->bytes &&
+         comm->native_memo.elem_size == collie_datatype_size(c->dt);
+}
+
+/* The lane, for a call whose arguments hold on a live communicator (the callers check
+ * them): true with its result in *res, false having changed nothing. */
 static bool lane(collie_comm_t *comm, const collie_fast_call_t *c, collie_result_t *res) {
   if (collie_in_group() || atomic_load_explicit(&comm->has_progress_thread, memory_order_relaxed) ||
       atomic_load(&comm->destroyed))
     return false;
   collie_lock(&comm->lock);
   uint64_t seq, g;
-  if (comm->ops || atomic_load_explicit(&comm->failed, memory_order_acquire) ||
+  if (!memo_says(comm, c) || comm->ops || atomic_load_explicit(&comm->failed, memory_order_acquire) ||
       atomic_load_explicit(&comm->coll_thread, memory_order_relaxed) ||
       collie_native_fast_publish(comm, c, &seq, &g) < 0) {
     collie_unlock(&comm->lock);
@@ -115,25 +122,22 @@ static bool lane(collie_comm_t *comm, const collie_fast_call_t *c, collie_result
   return true;
 }
 
-/* Whether comm is a live communicator whose last shared-memory call was `coll` of `bytes`
- * (elements of esz bytes) and may take the lane. Anything unusual, bad arguments included,
- * takes the generic path, which explains it. */
-static bool memo_says(const collie_comm_t *comm, collie_coll_t coll, size_t bytes, size_t esz) {
+/* Whether comm is a communicator collie returned and has not freed. Anything unusual, bad
+ * arguments included, takes the generic path, which explains it. */
+static bool live(const collie_comm_t *comm) {
   uint32_t magic;
   if (!comm) return false;
   memcpy(&magic, comm, sizeof(magic));
-  return magic == COLLIE_COMM_LIVE && comm->native_memo.fast && comm->native_memo.coll == (int)coll &&
-         comm->native_memo.bytes == bytes && comm->native_memo.elem_size == esz;
+  return magic == COLLIE_COMM_LIVE;
 }
 
 bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                            collie_redop_t redop, collie_comm_t *comm, collie_result_t *res) {
-  if (!count || !sendbuf || !recvbuf || (unsigned)dt >= COLLIE_NUM_DATATYPES || (unsigned)redop >= COLLIE_NUM_OPS ||
-      redop == COLLIE_AVG)
-    return false;
   /* an inline line holds at most COLLIE_SHM_INLINE_FIRST bytes, hence elements: no overflow below */
-  const size_t esz = collie_datatype_size(dt), bytes = count * esz;
-  if (count > COLLIE_SHM_INLINE_FIRST || !memo_says(comm, COLLIE_COLL_ALLREDUCE, bytes, esz)) return false;
+  if (!live(comm) || !count || count > COLLIE_SHM_INLINE_FIRST || !sendbuf || !recvbuf ||
+      (unsigned)dt >= COLLIE_NUM_DATATYPES || (unsigned)redop >= COLLIE_NUM_OPS || redop == COLLIE_AVG)
+    return false;
+  const size_t bytes = count * collie_datatype_size(dt);
   const uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
   if (s != r && s < r + bytes && r < s + bytes) return false; /* overlapping, not in place */
   const collie_fast_call_t c = {COLLIE_COLL_ALLREDUCE, sendbuf, recvbuf, count, bytes, dt, redop};
@@ -141,8 +145,7 @@ bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, col
 }
 
 bool collie_fast_barrier(collie_comm_t *comm, collie_result_t *res) {
-  /* as collie_ibarrier's call: no data, uint8, sum */
-  if (!memo_says(comm, COLLIE_COLL_BARRIER, 0, collie_datatype_size(COLLIE_UINT8))) return false;
-  const collie_fast_call_t c = {COLLIE_COLL_BARRIER, NULL, NULL, 0, 0, COLLIE_UINT8, COLLIE_SUM};
+  if (!live(comm)) return false;
+  const collie_fast_call_t c = {COLLIE_COLL_BARRIER, NULL, NULL, 0, 0, COLLIE_UINT8, COLLIE_SUM}; /* collie_ibarrier's */
   return lane(comm, &c, res);
 }
