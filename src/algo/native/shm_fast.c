@@ -50,13 +50,10 @@ int collie_native_fast_arrived(collie_comm_t *comm, uint64_t g, int *late) {
 void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
   if (c->coll == COLLIE_COLL_ALLREDUCE) {
     const unsigned i = inl_slot(comm, g);
-    const collie_reduce_fn reduce = collie_reduce_kernel(c->dt, c->redop);
+    const char *src[comm->nranks];
+    for (int r = 0; r < comm->nranks; r++) src[r] = shm_area_of(comm, r)->inl[i].data;
     /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
-    const char *a = shm_area_of(comm, 0)->inl[i].data;
-    for (int r = 1; r < comm->nranks; r++) {
-      reduce(c->recvbuf, a, shm_area_of(comm, r)->inl[i].data, c->count);
-      a = c->recvbuf;
-    }
+    shm_fold_with(collie_reduce_kernel(c->dt, c->redop), comm->nranks, c->recvbuf, src, 0, 0, c->count);
   }
   collie_shm_state_t *st = comm->shm;
   st->verify_lo = st->verify_hi = g + 1;

@@ -155,17 +155,22 @@ static inline void shm_put(const collie_op_t *op, char *dst, const char *src, si
   if (dst != src && n) collie_copy(dst, src, n, op->stream && !staged);
 }
 
-/* dst[0..n) = src[first] + off, then op with every other rank's src[r] + off, in rank
+/* dst[0..n) = src[first] + off, then reduce with every other rank's src[r] + off, in rank
  * order (every rank folds alike, so equal inputs give equal bits). dst may be
- * src[first] + off itself: that operand is read before dst is written. */
-static inline void shm_fold(collie_comm_t *comm, collie_op_t *op, char *dst, const char *const *src, int first,
-                            size_t off, size_t n) {
+ * src[first] + off itself: that operand is read before dst is written. shm_fold: with
+ * op's reduction; the fast lane (shm_fast.c), which has no op, names its own. */
+static inline void shm_fold_with(collie_reduce_fn_t reduce, int nranks, char *dst, const char *const *src, int first,
+                                 size_t off, size_t n) {
   const char *a = src[first] + off;
-  for (int r = 0; r < comm->nranks; r++) {
+  for (int r = 0; r < nranks; r++) {
     if (r == first) continue;
-    op->reduce(dst, a, src[r] + off, n);
+    reduce(dst, a, src[r] + off, n);
     a = dst;
   }
+}
+static inline void shm_fold(collie_comm_t *comm, collie_op_t *op, char *dst, const char *const *src, int first,
+                            size_t off, size_t n) {
+  shm_fold_with(op->reduce, comm->nranks, dst, src, first, off, n);
 }
 
 /* Rank r's slice [*lo, *lo + *n) of len elements: the algorithms' near-equal blocks. */
