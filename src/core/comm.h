@@ -96,6 +96,7 @@ struct collie_comm {
   int stall_asked;             /* the peer the last report asked what it waits for (-1: none) ... */
   int64_t stall_asked_ns;      /* ... and when */
   int64_t waits_repost_ns;     /* when to post this process's waits in the segments again (core/wait.c), 0: not */
+  int64_t timeout_reask_ns;    /* when the timeout asked the peer again (core/wait.c), 0: not during this stall */
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */

@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/comm.h"
 
@@ -53,6 +54,13 @@ void collie_own_waits_post(collie_comm_t *held);
  * question on, is a stopped process of this host; "" when there is nothing to add. Starts
  * with "; ". */
 void collie_peer_said(collie_comm_t *comm, char *buf, size_t len);
+
+/* Under comm->lock: whether the answer held from the peer that comm's stall report last
+ * asked says that the peer had not reached the operation (it waited for nothing in collie). */
+bool collie_peer_said_not_reached(collie_comm_t *comm);
+
+/* Under comm->lock: whether that peer has answered a question asked at since_ns or later. */
+bool collie_peer_answered_since(collie_comm_t *comm, int64_t since_ns);
 
 /* Whether rank `rank` of c is the only rank of c in this process (ranks may be threads):
  * only then can what the process waits for be said to be that rank's. */

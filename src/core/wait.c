@@ -85,6 +85,27 @@ static void report_stall(collie_comm_t *comm) {
 }
 
 
+/* At the timeout, the answer held from the peer waited for may be up to a report interval
+ * old. When it said that the peer had not reached this operation, the peer may since have
+ * reached it and wait there for a third rank, the one the sentence should name (fault
+ * campaign, 5 ranks, rank 4 frozen: rank 3 timed out waiting for rank 2, whose answer of 2
+ * s before said it had not reached the all-gatherv where it then waited for rank 4, and no
+ * rank's error named rank 4). So the timeout asks once more and waits up to
+ * REASK_WAIT_MS for the answer; the peer counts as waiting once it has waited 50 ms
+ * (own_waits.c). Returns whether the timeout waits for that answer. Under comm->lock. */
+enum { REASK_AGE_MS = 100, REASK_WAIT_MS = 300 };
+static bool timeout_reasks(collie_comm_t *comm, int64_t now) {
+  if (comm->timeout_reask_ns)
+    return now - comm->timeout_reask_ns < REASK_WAIT_MS * 1000000LL &&
+           !collie_peer_answered_since(comm, comm->timeout_reask_ns);
+  /* an answer newer than REASK_AGE_MS stands (the peer is truly elsewhere) */
+  if (!collie_peer_said_not_reached(comm) || collie_peer_answered_since(comm, now - REASK_AGE_MS * 1000000LL))
+    return false;
+  comm->timeout_reask_ns = now;
+  report_stall(comm);
+  return true;
+}
+
 /* collie_check_idle (comm_internal.h) fails the communicator when nothing moved for
  * exec_timeout, in a wait on it. Progress only counts (comm->progress_count); the clock is read every 64th idle check, or at
  * every one when `timed` (before sleeping): a clock read per idle check cost a tenth of
@@ -97,6 +118,7 @@ void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
     comm->progress_seen = comm->progress_count;
     comm->last_progress_ns = 0; /* the idle time starts at the next clock read */
     comm->idle_checks = 0;
+    comm->timeout_reask_ns = 0;
     return;
   }
   if ((++comm->idle_checks & 63) && !timed) return;
@@ -120,7 +142,7 @@ void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
     comm->waits_repost_ns = 0;
     collie_own_waits_post(comm);
   }
-  if (!may_time_out || idle < (int64_t)comm->exec_timeout_ms * 1000000) return;
+  if (!may_time_out || idle < (int64_t)comm->exec_timeout_ms * 1000000 || timeout_reasks(comm, now)) return;
   char what[512], said[1024];
   collie_describe_wait(comm, what, sizeof(what));
   collie_peer_said(comm, said, sizeof(said));

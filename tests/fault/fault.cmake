@@ -54,6 +54,11 @@ add_fault_both_transports(cross_blocking 3 cross-blocking "COLLIE_EXEC_TIMEOUT=2
 # each waited for, which in a ring may be another waiting rank; now it names the late one.
 # The answers travel one rank further each stall report (2 s): 10 s see the ring's 3 hops.
 add_fault_both_transports(late_rank 4 late-rank "COLLIE_EXEC_TIMEOUT=10;COLLIE_ALGO=allreduce:ring")
+# The peer a rank waits for said, at its first stall report, that it had not reached the
+# operation; it reached it later and waited there for a third rank, busy elsewhere. At the
+# timeout that answer was stale, and the sentence named no third rank (fault campaign:
+# no error named a frozen rank): the timeout asks once more.
+add_fault_both_transports(late_chain 3 late-chain "COLLIE_EXEC_TIMEOUT=4")
 # A small reduce's non-root returns at once and compares its call with the root's once the
 # root enters it; with no operation left, a synchronize waiting for that comparison had no
 # timeout and waited for a frozen root for good (coll_fuzz_stop_hosts_root_4 under ASan).

@@ -58,6 +58,12 @@
  *                                       COLLIE_ERR_TIMEOUT, naming it by its pid as not waiting
  *                                       in collie (the stall report asked it, or asked a rank
  *                                       that waits for it)
+ *   fault_rank late-chain               (3 ranks) rank 0 receives from rank 1, which is busy
+ *                                       outside collie (sleeps) past rank 0's first stall report
+ *                                       and then receives from rank 2, busy past rank 0's
+ *                                       timeout: rank 0 must fail with COLLIE_ERR_TIMEOUT naming
+ *                                       rank 2 by its pid (rank 1's first answer, that it had not
+ *                                       reached the operation, is stale by the timeout)
  *   fault_rank cross-wait-busy          cross-wait after 8 other communicators were used
  *   fault_rank sync-abort               20 times: a thread synchronizes a communicator that
  *                                       another aborts and then drops (the wait of its
@@ -432,6 +438,40 @@ static int late_rank(void) {
   const bool ok = rank == n - 1 ? r != COLLIE_SUCCESS
                                 : r == COLLIE_ERR_TIMEOUT && strstr(msg, pid) &&
                                       strstr(msg, "is not waiting without progress in collie");
+  collie_comm_destroy(comm);
+  return ok ? 0 : 1;
+}
+
+static int late_chain(void) {
+  collie_comm_t *comm;
+  int rank, n;
+  if (init_rank(&comm, &rank)) return 1;
+  collie_comm_size(comm, &n);
+  int64_t me = (int64_t)getpid(), all[3] = {0};
+  collie_result_t r = n == 3 ? collie_allgather(&me, all, 1, COLLIE_INT64, comm) : COLLIE_ERR_INVALID_ARGUMENT;
+  if (r) return fail("allgather of pids (3 ranks)", r, comm);
+  const char *t = getenv("COLLIE_EXEC_TIMEOUT");
+  const unsigned timeout = t ? (unsigned)atoi(t) : 0;
+  int x = rank;
+  double t0 = now_s();
+  if (rank == 0) {
+    r = collie_recv(&x, 1, COLLIE_INT32, 1, comm);
+  } else if (rank == 1) {
+    /* past rank 0's first stall report (half the timeout), short of its timeout */
+    usleep(timeout * 625000u);
+    r = collie_recv(&x, 1, COLLIE_INT32, 2, comm);
+  } else {
+    sleep(timeout + 3);
+    r = collie_send(&x, 1, COLLIE_INT32, 1, comm);
+  }
+  const double dt = now_s() - t0;
+  const char *msg = collie_get_last_error(comm);
+  printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt, msg);
+  char pid[48];
+  snprintf(pid, sizeof(pid), "(pid %lld on host", (long long)all[2]);
+  const bool ok = rank ? r != COLLIE_SUCCESS
+                       : r == COLLIE_ERR_TIMEOUT && strstr(msg, "rank 0 timed out") && strstr(msg, pid) &&
+                             dt < timeout + 2;
   collie_comm_destroy(comm);
   return ok ? 0 : 1;
 }
@@ -1282,6 +1322,7 @@ int main(int argc, char **argv) {
                                                                : EXCHANGE);
   if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout(false);
   if (argc == 2 && !strcmp(argv[1], "late-rank")) return late_rank();
+  if (argc == 2 && !strcmp(argv[1], "late-chain")) return late_chain();
   if (argc == 2 && !strcmp(argv[1], "late-root")) return late_root();
   if (argc == 2 && !strcmp(argv[1], "cross-blocking")) return cross_blocking();
   if (argc == 2 && !strcmp(argv[1], "test-timeout")) return exec_timeout(true);
@@ -1308,6 +1349,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | frozen-relay | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | late-root | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | frozen-relay | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | late-chain | late-root | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
   return 2;
 }
