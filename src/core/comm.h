@@ -97,6 +97,7 @@ struct collie_comm {
   int64_t stall_asked_ns;      /* ... and when */
   int64_t waits_repost_ns;     /* when to post this process's waits in the segments again (core/wait.c), 0: not */
   int64_t timeout_reask_ns;    /* when the timeout asked the peer again (core/wait.c), 0: not during this stall */
+  bool ask_soon;               /* asked what it waits for: ask its own peer at the next clock read (own_waits.c) */
   uint64_t progress_count, progress_seen; /* passes that moved something; the count last seen */
   int spin, yield;             /* microseconds of polling, then of yielding, before sleeping */
   bool oversubscribed;         /* this host's ranks outnumber the cores this process may use */

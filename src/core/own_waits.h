@@ -55,11 +55,8 @@ void collie_own_waits_post(collie_comm_t *held);
  * with "; ". */
 void collie_peer_said(collie_comm_t *comm, char *buf, size_t len);
 
-/* Under comm->lock: whether the answer held from the peer that comm's stall report last
- * asked says that the peer had not reached the operation (it waited for nothing in collie). */
-bool collie_peer_said_not_reached(collie_comm_t *comm);
-
-/* Under comm->lock: whether that peer has answered a question asked at since_ns or later. */
+/* Under comm->lock: whether the peer that comm's stall report last asked has answered at
+ * since_ns or later (during this stall). */
 bool collie_peer_answered_since(collie_comm_t *comm, int64_t since_ns);
 
 /* Whether rank `rank` of c is the only rank of c in this process (ranks may be threads):

@@ -22,7 +22,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                                   "Seconds to wait for peers while creating a communicator.", "1-2147483"},
     [COLLIE_P_EXEC_TIMEOUT] = {"COLLIE_EXEC_TIMEOUT", COLLIE_PT_INT, "600",
                                "Seconds an operation may make no progress before it fails with "
-                               "COLLIE_ERR_TIMEOUT.", "1-2147483"},
+                               "COLLIE_ERR_TIMEOUT (up to half a second more, while it asks the peer it waits "
+                               "for what that peer waits for).", "1-2147483"},
     [COLLIE_P_KEEPALIVE] = {"COLLIE_KEEPALIVE", COLLIE_PT_INT, "60",
                             "Seconds within which a rank whose host stopped answering (crashed, powered off, cut "
                             "off the network) is declared lost, by TCP keepalive probes on the control connections "

@@ -86,22 +86,32 @@ static void report_stall(collie_comm_t *comm) {
 
 
 /* At the timeout, the answer held from the peer waited for may be up to a report interval
- * old. When it said that the peer had not reached this operation, the peer may since have
- * reached it and wait there for a third rank, the one the sentence should name (fault
- * campaign, 5 ranks, rank 4 frozen: rank 3 timed out waiting for rank 2, whose answer of 2
- * s before said it had not reached the all-gatherv where it then waited for rank 4, and no
- * rank's error named rank 4). So the timeout asks once more and waits up to
- * REASK_WAIT_MS for the answer; the peer counts as waiting once it has waited 50 ms
- * (own_waits.c). Returns whether the timeout waits for that answer. Under comm->lock. */
-enum { REASK_AGE_MS = 100, REASK_WAIT_MS = 300 };
+ * old: the peer may since have reached this operation and wait there for a third rank, or
+ * have heard more of its own chain, and the sentence should name where the chain ends
+ * (fault campaign, 5 ranks, rank 4 frozen: rank 3 timed out waiting for rank 2, whose
+ * answer of 2 s before said it had not reached the all-gatherv where it then waited for
+ * rank 4, and no rank's error named rank 4). So when the answer held is older than
+ * REASK_AGE_MS, the timeout asks again every REASK_EVERY_MS for REASK_WAIT_MS before it
+ * fails; the peer counts as waiting once it has waited 50 ms (own_waits.c). Returns
+ * whether the timeout waits. Under comm->lock. */
+enum { REASK_AGE_MS = 100, REASK_WAIT_MS = 500, REASK_EVERY_MS = 50 };
 static bool timeout_reasks(collie_comm_t *comm, int64_t now) {
-  if (comm->timeout_reask_ns)
-    return now - comm->timeout_reask_ns < REASK_WAIT_MS * 1000000LL &&
-           !collie_peer_answered_since(comm, comm->timeout_reask_ns);
-  /* an answer newer than REASK_AGE_MS stands (the peer is truly elsewhere) */
-  if (!collie_peer_said_not_reached(comm) || collie_peer_answered_since(comm, now - REASK_AGE_MS * 1000000LL))
+  if (comm->timeout_reask_ns) {
+    if (now - comm->timeout_reask_ns >= REASK_WAIT_MS * 1000000LL) return false;
+    /* Asked, each rank of the chain answers at once with what it holds and asks its own
+     * peer (own_waits.c): each question of the window takes the answer one rank deeper. */
+    if (now >= comm->stall_next_ns) {
+      comm->stall_next_ns = now + REASK_EVERY_MS * 1000000LL;
+      report_stall(comm);
+    }
+    return true;
+  }
+  /* no answer to renew (a stopped peer, one of this process), or a recent one */
+  if (!collie_peer_answered_since(comm, comm->last_progress_ns) ||
+      collie_peer_answered_since(comm, now - REASK_AGE_MS * 1000000LL))
     return false;
   comm->timeout_reask_ns = now;
+  comm->stall_next_ns = now + REASK_EVERY_MS * 1000000LL;
   report_stall(comm);
   return true;
 }
@@ -119,6 +129,7 @@ void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
     comm->last_progress_ns = 0; /* the idle time starts at the next clock read */
     comm->idle_checks = 0;
     comm->timeout_reask_ns = 0;
+    comm->ask_soon = false;
     return;
   }
   if ((++comm->idle_checks & 63) && !timed) return;
@@ -135,7 +146,10 @@ void collie_check_idle(collie_comm_t *comm, bool timed, bool may_time_out) {
   }
   int64_t idle = now - comm->last_progress_ns;
   const int report_ms = comm->exec_timeout_ms / 2 < STALL_REPORT_MS ? comm->exec_timeout_ms / 2 : STALL_REPORT_MS;
-  if (idle >= (int64_t)report_ms * 1000000 && now >= comm->stall_next_ns) { /* and again every interval */
+  /* every interval, or soon when asked; past the timeout timeout_reasks asks on its own schedule */
+  const bool ask = comm->ask_soon || (idle >= (int64_t)report_ms * 1000000 && now >= comm->stall_next_ns);
+  if (ask && !comm->timeout_reask_ns) {
+    comm->ask_soon = false;
     comm->stall_next_ns = now + (int64_t)report_ms * 1000000;
     report_stall(comm);
   } else if (comm->waits_repost_ns && now >= comm->waits_repost_ns) {
@@ -177,7 +191,9 @@ static void sleep_once(collie_comm_t *comm, _Atomic int *done) {
     }
     collie_shm_sleep_done(comm);
   } else if (nfds) {
-    poll(fds, (nfds_t)nfds, 10);
+    /* a pass that reads the clock: the untimed ones read it every 64th, 0.64 s of such
+     * sleeps, which put a TCP timeout and a question asked soon (own_waits.c) that late */
+    if (!progress_once(comm, true) && !atomic_load(done) && !atomic_load(&comm->failed)) poll(fds, (nfds_t)nfds, 10);
   } else {
     sched_yield();
   }

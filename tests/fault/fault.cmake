@@ -59,6 +59,10 @@ add_fault_both_transports(late_rank 4 late-rank "COLLIE_EXEC_TIMEOUT=10;COLLIE_A
 # timeout that answer was stale, and the sentence named no third rank (fault campaign:
 # no error named a frozen rank): the timeout asks once more.
 add_fault_both_transports(late_chain 3 late-chain "COLLIE_EXEC_TIMEOUT=4")
+# A chain of 4 waits ending at a rank busy elsewhere: each stall report's question reached
+# one rank further, every 2 s, and a timeout of 4 s named only the second; a rank asked
+# what it waits for now asks its own peer at once.
+add_fault_both_transports(long_chain 5 long-chain "COLLIE_EXEC_TIMEOUT=4")
 # A small reduce's non-root returns at once and compares its call with the root's once the
 # root enters it; with no operation left, a synchronize waiting for that comparison had no
 # timeout and waited for a frozen root for good (coll_fuzz_stop_hosts_root_4 under ASan).

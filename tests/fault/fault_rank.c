@@ -64,6 +64,11 @@
  *                                       timeout: rank 0 must fail with COLLIE_ERR_TIMEOUT naming
  *                                       rank 2 by its pid (rank 1's first answer, that it had not
  *                                       reached the operation, is stale by the timeout)
+ *   fault_rank long-chain               rank r receives from rank r+1, and the last rank is busy
+ *                                       outside collie past rank 0's timeout: rank 0 must fail
+ *                                       with COLLIE_ERR_TIMEOUT naming the last rank by its pid
+ *                                       as not waiting in collie (with 5 ranks and a timeout of
+ *                                       4 s the answers once reached 2 ranks deep)
  *   fault_rank cross-wait-busy          cross-wait after 8 other communicators were used
  *   fault_rank sync-abort               20 times: a thread synchronizes a communicator that
  *                                       another aborts and then drops (the wait of its
@@ -415,16 +420,23 @@ static int cross_blocking(void) {
   return s1 || s2 || rd || rw || ri || wrong || dt1 > 5 || dt2 > 5 || dt3 > 5;
 }
 
+/* The pid of the last of comm's n ranks, which the others' sentences must name. */
+static collie_result_t pid_of_last(collie_comm_t *comm, int n, int64_t *pid) {
+  int64_t me = (int64_t)getpid(), *all = calloc((size_t)n, sizeof(int64_t));
+  collie_result_t r = all ? collie_allgather(&me, all, 1, COLLIE_INT64, comm) : COLLIE_ERR_SYSTEM;
+  *pid = r ? 0 : all[n - 1];
+  free(all);
+  return r;
+}
+
 static int late_rank(void) {
   collie_comm_t *comm;
   int rank, n;
   if (init_rank(&comm, &rank)) return 1;
   collie_comm_size(comm, &n);
-  int64_t me = (int64_t)getpid(), late = 0, *all = calloc((size_t)n, sizeof(int64_t));
-  collie_result_t r = all ? collie_allgather(&me, all, 1, COLLIE_INT64, comm) : COLLIE_ERR_SYSTEM;
+  int64_t late;
+  collie_result_t r = pid_of_last(comm, n, &late);
   if (r) return fail("allgather of pids", r, comm);
-  late = all[n - 1];
-  free(all);
   float x = 1, y = 0;
   if (rank == n - 1) {
     const char *t = getenv("COLLIE_EXEC_TIMEOUT");
@@ -472,6 +484,46 @@ static int late_chain(void) {
   const bool ok = rank ? r != COLLIE_SUCCESS
                        : r == COLLIE_ERR_TIMEOUT && strstr(msg, "rank 0 timed out") && strstr(msg, pid) &&
                              dt < timeout + 2;
+  collie_comm_destroy(comm);
+  return ok ? 0 : 1;
+}
+
+static int long_chain(void) {
+  collie_comm_t *comm;
+  int rank, n;
+  const char *t = getenv("COLLIE_EXEC_TIMEOUT");
+  const unsigned timeout = t ? (unsigned)atoi(t) : 0;
+  /* rank 0's timeout first: each rank's own sentence would name only its own part of the
+   * chain (the report interval stays 2 s) */
+  const char *me_env = getenv("COLLIE_RANK");
+  if (me_env && atoi(me_env) > 0) {
+    char later[16];
+    snprintf(later, sizeof(later), "%u", 2 * timeout);
+    setenv("COLLIE_EXEC_TIMEOUT", later, 1);
+  }
+  if (init_rank(&comm, &rank)) return 1;
+  collie_comm_size(comm, &n);
+  int64_t last;
+  collie_result_t r = pid_of_last(comm, n, &last);
+  if (r) return fail("allgather of pids", r, comm);
+  int x = rank;
+  double t0 = now_s();
+  if (rank < n - 1) {
+    r = collie_recv(&x, 1, COLLIE_INT32, rank + 1, comm);
+  } else {
+    sleep(timeout + 3);
+    r = collie_send(&x, 1, COLLIE_INT32, rank - 1, comm);
+  }
+  const double dt = now_s() - t0;
+  const char *msg = collie_get_last_error(comm);
+  printf("rank %d: %s after %.1f s: %s\n", rank, collie_get_error_string(r), dt, msg);
+  char pid[48];
+  snprintf(pid, sizeof(pid), "(pid %lld on host", (long long)last);
+  /* the last rank's own answer: "rank 4 (pid ... on host ...) is not waiting ..." */
+  const char *at = strstr(msg, pid), *close = at ? strchr(at, ')') : NULL;
+  const bool ok = rank ? r != COLLIE_SUCCESS
+                       : r == COLLIE_ERR_TIMEOUT && strstr(msg, "rank 0 timed out") && close &&
+                             !strncmp(close, ") is not waiting without progress in collie", 43) && dt < timeout + 2;
   collie_comm_destroy(comm);
   return ok ? 0 : 1;
 }
@@ -1323,6 +1375,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "exec-timeout")) return exec_timeout(false);
   if (argc == 2 && !strcmp(argv[1], "late-rank")) return late_rank();
   if (argc == 2 && !strcmp(argv[1], "late-chain")) return late_chain();
+  if (argc == 2 && !strcmp(argv[1], "long-chain")) return long_chain();
   if (argc == 2 && !strcmp(argv[1], "late-root")) return late_root();
   if (argc == 2 && !strcmp(argv[1], "cross-blocking")) return cross_blocking();
   if (argc == 2 && !strcmp(argv[1], "test-timeout")) return exec_timeout(true);
@@ -1349,6 +1402,6 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "two-threads")) return two_threads();
   if (argc == 2 && !strcmp(argv[1], "stale-handles")) return stale_handles();
   if (argc == 2 && !strcmp(argv[1], "signal-abort")) return signal_abort();
-  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | frozen-relay | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | late-chain | late-root | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
+  fprintf(stderr, "usage: fault_rank loop VICTIM [allreduce|broadcast] | exec-timeout | test-timeout | connect-timeout | join | bad-args | abort | slow-destroy | early-destroy | frozen-relay | p2p-left | shm-timeout | uneven-destroy | two-threads | stale-handles | signal-abort | dead-in-destroy VICTIM | split | zero-count | cross-wait | cross-test | late-rank | late-chain | long-chain | late-root | cross-blocking | cross-wait-busy | unwaited-destroy | sync-abort | one-thread-destroy | unmatched-send\n");
   return 2;
 }
