@@ -65,13 +65,14 @@ bool collie_only_rank_here(const collie_comm_t *c, int rank) {
 enum { STALL_MIN_NS = 50 * 1000000 }; /* idle less long is not a stall, just a wait */
 enum { ASK_SOON_MIN_NS = 40 * 1000000 }; /* a communicator asks its peer at most this often when asked */
 
-/* Under c->lock: the rank its oldest pending operation waits for (-1: none known). */
-static int waited_peer(collie_comm_t *c) {
+/* Under c->lock: the rank its oldest pending operation waits for (-1: none known), another
+ * than `avoid` where it waits for more than one (collie_op_waited_xfer_avoiding). */
+static int waited_peer(collie_comm_t *c, int avoid) {
   for (const collie_op_t *op = c->ops; op; op = op->next) {
     if (op->steps_done) continue;
     if (op->native) return op->nat_wait;
     int p;
-    return collie_op_waited_xfer(c, op, &p) ? p : -1;
+    return collie_op_waited_xfer_avoiding(c, op, avoid, &p) ? p : -1;
   }
   return collie_native_deferred_root(c); /* a comparison with a root's call, if any */
 }
@@ -152,11 +153,16 @@ static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t
    * campaign, 5 ranks, two threads each on their own communicators). */
   if (now - c->stall_asked_ns >= ASK_SOON_MIN_NS) c->ask_soon = true;
   s->waited = atomic_load(&c->waiters) > 0;
-  const int p = waited_peer(c);
+  /* c's rank in the asker's process, if any: a wait for it is named last */
+  int avoid = -1;
+  for (int r = 0; r < c->nranks && avoid < 0; r++)
+    if (c->cards[r].pid == asker->pid && !strncmp(c->cards[r].host_id, asker->host_id, sizeof(asker->host_id)))
+      avoid = r;
+  const int p = waited_peer(c, avoid);
   s->elsewhere = p < 0 || p >= c->nranks || c->cards[p].pid != asker->pid ||
                  strncmp(c->cards[p].host_id, asker->host_id, sizeof(asker->host_id));
   char what[300];
-  collie_describe_wait(c, what, sizeof(what));
+  collie_describe_wait_avoiding(c, avoid, what, sizeof(what));
   if (c == asking)
     snprintf(s->text, sizeof(s->text), "%.1f s without progress in %.250s", (double)s->idle_ns / 1e9, what);
   else
@@ -164,7 +170,8 @@ static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t
              "in %.200s", (double)s->idle_ns / 1e9, c->rank, c->nranks, what);
   /* the far end of the chain: where the peer's answer says it ends, else the peer itself */
   char t[COLLIE_WAITS_TEXT], e[COLLIE_WAITS_TEXT], pd[160];
-  const int q = asked(c, t, e);
+  /* c's own question went to the peer it waits for first; named another, c has no answer */
+  const int q = p < 0 || p == c->stall_asked ? asked(c, t, e) : -1;
   /* the peer asked that did not answer, or (nobody asked: c only moves inside another
    * communicator's wait, which alone reports its stalls) the peer c waits for */
   const int quiet = q < -1 ? -2 - q : q == -1 ? p : -1;

@@ -511,22 +511,37 @@ int collie_progress(collie_comm_t *comm) {
   return moved;
 }
 
-const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const collie_op_t *op, int *peer) {
-  for (int p = 0; p < comm->nranks; p++) {
-    const collie_peer_t *pr = &comm->peers[p];
-    const collie_xfer_t *x = pr->recvq && pr->recvq->op == op && pr->recvq->ready ? pr->recvq : NULL;
-    if (!x) x = pr->sendq && pr->sendq->op == op && pr->sendq->ready ? pr->sendq : NULL;
-    if (x) {
+/* op's transfer with peer p that waits at the head of p's queue, its dependencies done; NULL if none. */
+static const collie_xfer_t *ready_xfer(const collie_comm_t *comm, const collie_op_t *op, int p) {
+  const collie_peer_t *pr = &comm->peers[p];
+  if (pr->recvq && pr->recvq->op == op && pr->recvq->ready) return pr->recvq;
+  return pr->sendq && pr->sendq->op == op && pr->sendq->ready ? pr->sendq : NULL;
+}
+
+const collie_xfer_t *collie_op_waited_xfer_avoiding(const collie_comm_t *comm, const collie_op_t *op, int avoid,
+                                                   int *peer) {
+  const collie_xfer_t *x;
+  for (int p = 0; p < comm->nranks; p++)
+    if (p != avoid && (x = ready_xfer(comm, op, p))) {
       *peer = p;
       return x;
     }
+  if (avoid >= 0 && avoid < comm->nranks && (x = ready_xfer(comm, op, avoid))) {
+    *peer = avoid;
+    return x;
   }
   return NULL;
 }
 
+const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const collie_op_t *op, int *peer) {
+  return collie_op_waited_xfer_avoiding(comm, op, -1, peer);
+}
+
 bool collie_comm_pending(const collie_comm_t *comm) { return comm->ops || collie_native_deferred(comm); }
 
-void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
+void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) { collie_describe_wait_avoiding(comm, -1, buf, len); }
+
+void collie_describe_wait_avoiding(collie_comm_t *comm, int avoid, char *buf, size_t len) {
   char pd[160], what[96];
   for (collie_op_t *op = comm->ops; op; op = op->next) {
     if (op->native) {
@@ -535,7 +550,7 @@ void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
       return;
     }
     int p;
-    const collie_xfer_t *x = collie_op_waited_xfer(comm, op, &p);
+    const collie_xfer_t *x = collie_op_waited_xfer_avoiding(comm, op, avoid, &p);
     if (x && !x->is_send)
       snprintf(buf, len, "%s: waiting to receive %llu bytes from %s", collie_request_what(op->req, what, sizeof(what)),
                (unsigned long long)x->nbytes, collie_peer_desc(comm, p, pd, sizeof(pd)));

@@ -137,11 +137,19 @@ collie_result_t collie_request_wait(collie_request_t *req);
 /* The transfer of (message-based) op that waits at the head of a peer's queue, its
  * dependencies done, and that peer in *peer; NULL if none. */
 const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const collie_op_t *op, int *peer);
+/* The same, passing over rank `avoid`'s transfer when another peer's waits too (-1: none).
+ * Asked by `avoid` what this rank waits for, "for you" explains nothing: two ranks of one
+ * operation can each wait for the other's message while both wait, behind it, for a third
+ * (a hierarchical all-gatherv forwarding a frozen rank's block: fault campaign). */
+const collie_xfer_t *collie_op_waited_xfer_avoiding(const collie_comm_t *comm, const collie_op_t *op, int avoid,
+                                                   int *peer);
 /* Describes what the oldest operation is waiting for, for timeout sentences. */
 /* Under comm->lock: whether comm has work a wait must see through: an operation, or (with
  * none left) a small reduce's comparison with its root's call (shm_native.c). */
 bool collie_comm_pending(const collie_comm_t *comm);
 void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len);
+/* The same, naming the transfer collie_op_waited_xfer_avoiding picks. */
+void collie_describe_wait_avoiding(collie_comm_t *comm, int avoid, char *buf, size_t len);
 
 /* The fingerprint of collective op as rank `rank` calls it: what the shared-memory
  * collectives compare and a stall report carries (bootstrap/stall.c). Inline: the
