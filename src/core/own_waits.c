@@ -147,11 +147,16 @@ static bool stalled(collie_comm_t *c, collie_comm_t *asking, const collie_card_t
     return false;
   s->idle_ns = now - c->last_progress_ns;
   if (s->idle_ns < STALL_MIN_NS) return false;
-  /* Asked what it waits for: c asks its own peer soon, not at its next report (up to 2 s
-   * on), so that a question travels down a chain of waits at once and each answer reaches
-   * one rank further (a chain of 4 with a timeout of 6 s was traced 2 ranks deep: fault
-   * campaign, 5 ranks, two threads each on their own communicators). */
-  if (now - c->stall_asked_ns >= ASK_SOON_MIN_NS) c->ask_soon = true;
+  /* Asked by another process what it waits for: c asks its own peer soon, not at its next
+   * report (up to 2 s on), so that a question travels down a chain of waits at once and
+   * each answer reaches one rank further (a chain of 4 with a timeout of 6 s was traced 2
+   * ranks deep: fault campaign, 5 ranks, two threads each on their own communicators). Not
+   * when this process describes itself (its posts, comes_back): two stalled communicators
+   * of one process would make each other ask every 40 ms. */
+  const collie_card_t *mine = &c->cards[c->rank];
+  if (now - c->stall_asked_ns >= ASK_SOON_MIN_NS &&
+      (asker->pid != mine->pid || strncmp(asker->host_id, mine->host_id, sizeof(mine->host_id))))
+    c->ask_soon = true;
   s->waited = atomic_load(&c->waiters) > 0;
   /* c's rank in the asker's process, if any: a wait for it is named last */
   int avoid = -1;
