@@ -96,25 +96,22 @@ const char *collie_rank_stopped(const collie_comm_t *comm, int p) {
 /* Under comm->lock: what the peer comm's last stall report asked answered, if it answered
  * during this stall (a peer of another process, and no threads of this one among comm's
  * ranks). */
-static int asked_since(collie_comm_t *comm, int64_t since_ns, char *text, char *end) {
+static int asked(collie_comm_t *comm, char *text, char *end) {
   const int p = comm->stall_asked;
   if (p < 0 || p >= comm->nranks || !comm->cards || !collie_only_rank_here(comm, comm->rank) ||
       !collie_only_rank_here(comm, p) || !comm->last_progress_ns || comm->stall_asked_ns < comm->last_progress_ns)
     return -1;
   /* the answer through rank 0, else what a peer of this host posted in its segment (rank 0
    * stopped passes no answer on) */
-  return collie_ctl_peer_waits(comm, p, since_ns, text, end) || collie_shm_peer_waits(comm, p, since_ns, text, end)
+  return collie_ctl_peer_waits(comm, p, comm->last_progress_ns, text, end) ||
+                 collie_shm_peer_waits(comm, p, comm->last_progress_ns, text, end)
              ? p
              : -2 - p;
 }
 
-static int asked(collie_comm_t *comm, char *text, char *end) {
-  return asked_since(comm, comm->last_progress_ns, text, end);
-}
-
-bool collie_peer_answered_since(collie_comm_t *comm, int64_t since_ns) {
+bool collie_peer_answered(collie_comm_t *comm) {
   char t[COLLIE_WAITS_TEXT], e[COLLIE_WAITS_TEXT];
-  return asked_since(comm, since_ns, t, e) >= 0;
+  return asked(comm, t, e) >= 0;
 }
 
 enum { RELAY_SILENT_NS = 500 * 1000000 }; /* rank 0's watchdog acknowledges at once when it runs */

@@ -21,7 +21,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "core/comm.h"
 
@@ -55,9 +54,9 @@ void collie_own_waits_post(collie_comm_t *held);
  * with "; ". */
 void collie_peer_said(collie_comm_t *comm, char *buf, size_t len);
 
-/* Under comm->lock: whether the peer that comm's stall report last asked has answered at
- * since_ns or later (during this stall). */
-bool collie_peer_answered_since(collie_comm_t *comm, int64_t since_ns);
+/* Under comm->lock: whether the peer that comm's stall report last asked has answered
+ * during this stall. */
+bool collie_peer_answered(collie_comm_t *comm);
 
 /* Whether rank `rank` of c is the only rank of c in this process (ranks may be threads):
  * only then can what the process waits for be said to be that rank's. */

@@ -90,11 +90,11 @@ static void report_stall(collie_comm_t *comm) {
  * have heard more of its own chain, and the sentence should name where the chain ends
  * (fault campaign, 5 ranks, rank 4 frozen: rank 3 timed out waiting for rank 2, whose
  * answer of 2 s before said it had not reached the all-gatherv where it then waited for
- * rank 4, and no rank's error named rank 4). So when the answer held is older than
- * REASK_AGE_MS, the timeout asks again every REASK_EVERY_MS for REASK_WAIT_MS before it
- * fails; the peer counts as waiting once it has waited 50 ms (own_waits.c). Returns
- * whether the timeout waits. Under comm->lock. */
-enum { REASK_AGE_MS = 100, REASK_WAIT_MS = 500, REASK_EVERY_MS = 50 };
+ * rank 4, and no rank's error named rank 4). So when the peer has answered during this
+ * stall, the timeout asks again every REASK_EVERY_MS for REASK_WAIT_MS before it fails;
+ * the peer counts as waiting once it has waited 50 ms (own_waits.c). Returns whether the
+ * timeout waits. Under comm->lock. */
+enum { REASK_WAIT_MS = 500, REASK_EVERY_MS = 50 };
 static bool timeout_reasks(collie_comm_t *comm, int64_t now) {
   if (comm->timeout_reask_ns) {
     if (now - comm->timeout_reask_ns >= REASK_WAIT_MS * 1000000LL) return false;
@@ -106,10 +106,9 @@ static bool timeout_reasks(collie_comm_t *comm, int64_t now) {
     }
     return true;
   }
-  /* no answer to renew (a stopped peer, one of this process), or a recent one */
-  if (!collie_peer_answered_since(comm, comm->last_progress_ns) ||
-      collie_peer_answered_since(comm, now - REASK_AGE_MS * 1000000LL))
-    return false;
+  /* no answer to renew (a stopped peer, one of this process); a recent answer may still
+   * carry an old end of its own chain */
+  if (!collie_peer_answered(comm)) return false;
   comm->timeout_reask_ns = now;
   comm->stall_next_ns = now + REASK_EVERY_MS * 1000000LL;
   report_stall(comm);
