@@ -116,6 +116,7 @@ static void make_ctx(collie_comm_t *comm, collie_tune_ctx_t *ctx) {
   ctx->chunk_bytes = comm->chunk_bytes;
   ctx->area_bytes = comm->shm && comm->shm->area_off ? comm->shm->round_size : 0;
   ctx->bcast_split_min = comm->nlocal == comm->nranks ? collie_native_bcast_split_min(comm) : 0;
+  ctx->cma_msgs = comm->nlocal == comm->nranks && comm->shm && comm->shm->cma_ok && comm->shm->cma_msgs;
   ctx->groups = comm->ngroups;
   ctx->group_size = comm->group_size;
 }

@@ -213,7 +213,12 @@ static bool all_wait(const formula_t *f, double n) {
  * or read by CMA, in every sweep (AMD VM, 2 ranks, median of 5, GB/s busbw, shm against
  * rd, by all-gather size: 32 KiB 14.6 against 11.8, 128 KiB 15.9 against 6.2 and 10.8
  * against 7.4, 256 KiB 11.3 against 7.8 and 11.4 against 8.4); from 512 KiB the CMA read
- * was ahead or behind by turns (9.9 against 12.9, 10.4 against 9.5). The all-to-all keeps
+ * was ahead or behind by turns (9.9 against 12.9, 10.4 against 9.5). That VM's ring beat
+ * process_vm_readv at creation as a rule (transport/shm_cma_choice.c); where CMA measured
+ * faster, a message of COLLIE_CMA_MIN or more copies once, by CMA, against the area's two
+ * copies, and the discount stops there (Intel VM, 2 ranks, out of place, us, shm against
+ * rd, two sweeps of -n 200: 128 KiB 8.6 and 9.1 against 6.5 and 5.7, 256 KiB 15.7 and 15.2
+ * against 10.8 and 9.6, Open MPI 7.9 and 14.2; 64 KiB 4.3 against 5.1 and 4.5). The all-to-all keeps
  * it up to 512 KiB in all (its staged path copies its own block while the others stage,
  * shm_native.c): 2 ranks, out of place, busbw shm / pairwise, medians of 6 alternating
  * runs of -n 200: 32 KiB 1.33, 64 KiB 1.17, 128 KiB 1.00, 256 KiB 1.09, 512 KiB 0.97,
@@ -221,10 +226,10 @@ static bool all_wait(const formula_t *f, double n) {
  * the outgoing blocks to scratch). Returns the largest size (a rank's for all-gather, the
  * whole call's otherwise) for which the shared area's single synchronisation costs 0.7
  * alpha (-1: none). */
-static double single_sync_bytes(collie_coll_t coll) {
+static double single_sync_bytes(const collie_tune_ctx_t *ctx, collie_coll_t coll) {
   switch (coll) {
     case COLLIE_COLL_REDUCE: return COLLIE_SHM_INLINE_SMALL_BYTES;
-    case COLLIE_COLL_ALLGATHER: return 128.0 * 1024;
+    case COLLIE_COLL_ALLGATHER: return ctx->cma_msgs ? COLLIE_CMA_MIN - 1.0 : 128.0 * 1024;
     case COLLIE_COLL_ALLTOALL: return 512.0 * 1024;
     default: return COLLIE_SHM_SMALL_REDUCTION_BYTES;
   }
@@ -330,7 +335,7 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
      * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
     if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_split_min && n >= (double)ctx->bcast_split_min) sent = n * frac;
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
-    if (msgs == 1 && per_rank <= single_sync_bytes(coll)) msgs = 0.7;
+    if (msgs == 1 && per_rank <= single_sync_bytes(ctx, coll)) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {
     double k = ceil(f->stream * n / chunk);
     if (k < 1) k = 1;

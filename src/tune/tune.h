@@ -104,6 +104,9 @@ typedef struct {
                            * buffers (collie_native_bcast_split_min); 0: never */
   int groups, group_size; /* groups of ranks sharing memory (hosts), and their size when all are
                            * alike (0 when not): the hierarchical algorithms' shape */
+  bool cma_msgs;          /* every rank on one host, and messages of COLLIE_CMA_MIN and more are
+                           * read once by process_vm_readv (measured faster than the ring at
+                           * creation: transport/shm_cma_choice.c) */
 } collie_tune_ctx_t;
 
 /* Estimated microseconds of one rank's part; a negative value when the model has no

@@ -179,7 +179,7 @@ static void test_choice(void) {
   collie_tune_table_t t;
   fake_table(&t);
   collie_algo_rules_t none = {0};
-  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0, false, 1, 3}; /* no shared area: schedules only */
+  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0, false, 1, 3, false}; /* no shared area: schedules only */
   /* Ring wins at large sizes, recursive doubling or mesh at small ones. */
   for (int p = 3; p <= 7; p += 2) {
     ctx.nranks = p;
@@ -343,6 +343,14 @@ static void test_choice(void) {
     EXPECT_STR(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 256u << 10, NULL), "shm");
     EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 4u << 20, NULL), "shm"), "allgather, 2 ranks, 4 MiB: %s",
             first(&ctx, &none, COLLIE_COLL_ALLGATHER, 4u << 20, NULL));
+    /* ... except where messages from COLLIE_CMA_MIN are read once by process_vm_readv:
+     * then only below it. */
+    ctx.cma_msgs = true;
+    EXPECT_STR(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 2 * (COLLIE_CMA_MIN - 4), NULL), "shm");
+    for (size_t b = 2 * COLLIE_CMA_MIN; b <= (4u << 20); b *= 2)
+      EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, b, NULL), "shm"), "allgather, 2 ranks, CMA, %zu B: %s",
+              b, first(&ctx, &none, COLLIE_COLL_ALLGATHER, b, NULL));
+    ctx.cma_msgs = false;
     ctx.nranks = 16;
     const char *flat = first(&ctx, &none, COLLIE_COLL_REDUCE, 64u << 20, NULL);
     EXPECTF(!strcmp(flat, "shm") || !strcmp(flat, "chain"), "reduce, 16 ranks with a core each, 64 MiB: %s", flat);
@@ -414,7 +422,7 @@ static void test_comm_context(void) {
 
   /* 64 KiB on 4 ranks: shm figures pick hd (bandwidth), tcp ones rd (latency). */
   comm->nlocal = n;
-  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10, 0, false, 1, n};
+  collie_tune_ctx_t ctx = {&st->table, COLLIE_LINK_SHM, n, 4.0 / 64, 64 << 10, 0, false, 1, n, false};
   const collie_algo_t *want_shm = NULL, *want_tcp = NULL;
   size_t bytes = 0;
   for (size_t b = 1024; b <= (16u << 20) && !bytes; b *= 2) {
