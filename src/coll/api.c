@@ -410,6 +410,8 @@ collie_result_t collie_reduce(const void *s, void *r, size_t n, collie_datatype_
   COLLIE_BLOCKING(collie_ireduce(s, r, n, dt, op, root, comm, &req));
 }
 collie_result_t collie_allgather(const void *s, void *r, size_t n, collie_datatype_t dt, collie_comm_t *comm) {
+  collie_result_t fast;
+  if (collie_fast_allgather(s, r, n, dt, comm, &fast)) return fast;
   COLLIE_BLOCKING(collie_iallgather(s, r, n, dt, comm, &req));
 }
 collie_result_t collie_allgatherv(const void *s, size_t n, void *r, const size_t *rc, const size_t *d,
@@ -418,6 +420,8 @@ collie_result_t collie_allgatherv(const void *s, size_t n, void *r, const size_t
 }
 collie_result_t collie_reduce_scatter(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op,
                                       collie_comm_t *comm) {
+  collie_result_t fast;
+  if (collie_fast_reduce_scatter(s, r, n, dt, op, comm, &fast)) return fast;
   COLLIE_BLOCKING(collie_ireduce_scatter(s, r, n, dt, op, comm, &req));
 }
 collie_result_t collie_reduce_scatterv(const void *s, void *r, const size_t *rc, collie_datatype_t dt,
@@ -425,6 +429,8 @@ collie_result_t collie_reduce_scatterv(const void *s, void *r, const size_t *rc,
   COLLIE_BLOCKING(collie_ireduce_scatterv(s, r, rc, dt, op, comm, &req));
 }
 collie_result_t collie_alltoall(const void *s, void *r, size_t n, collie_datatype_t dt, collie_comm_t *comm) {
+  collie_result_t fast;
+  if (collie_fast_alltoall(s, r, n, dt, comm, &fast)) return fast;
   COLLIE_BLOCKING(collie_ialltoall(s, r, n, dt, comm, &req));
 }
 collie_result_t collie_alltoallv(const void *s, const size_t *sc, const size_t *sd, void *r, const size_t *rc,

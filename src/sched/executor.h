@@ -108,7 +108,7 @@ collie_op_t *collie_op_create(collie_comm_t *comm, collie_sched_t *sched, bool o
 /* Posts the operation (under comm->lock): it now belongs to the communicator. A request is
  * returned for the caller to wait on. */
 collie_result_t collie_op_post(collie_comm_t *comm, collie_op_t *op, collie_request_t **req);
-/* Posts a shared-memory all-reduce or barrier that the fast lane (coll/fast_lane.c) numbered (seq) and
+/* Posts a shared-memory collective that the fast lane (coll/fast_lane.c) numbered (seq) and
  * staged (round g) already, in its frame's request (under comm->lock). */
 void collie_op_adopt(collie_comm_t *comm, collie_op_t *op, collie_request_t **req, uint64_t seq, uint64_t g);
 /* Frees an operation that was never posted. */

@@ -63,8 +63,9 @@
  * the world (a communicator per thread, as API.md allows), with seeds of their own.
  * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
  * rank, or none) while others are in flight, runs a case on the new one and destroys it.
- * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces of one call of
- * at most 40 bytes, or of barriers (their repeats take the fast lane, src/coll/fast_lane.c,
+ * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces, all-gathers,
+ * reduce-scatters or all-to-alls of one call of at most 40 bytes staged per rank, or of
+ * barriers (their repeats take the fast lane, src/coll/fast_lane.c,
  * where nothing else is in flight on that communicator); a victim (below) strikes inside
  * such a run.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
@@ -1437,9 +1438,11 @@ static bool fuzz_is_run(uint64_t i) {
   return opt.fuzz_repeat && !(opt.fuzz_split && fuzz_draw(i, 11) % 48 == 0) && fuzz_draw(i, 15) % 8 == 0;
 }
 
-/* Operation i as a run of 2 to 40 blocking all-reduces of one call (1 to 40 bytes, any
- * datatype, sum, prod, max or min: AVG never takes the fast lane) on one communicator, in
- * place or not by turns, each verified, or (one run in 4) of barriers; a victim of
+/* Operation i as a run of 2 to 40 blocking all-reduces, all-gathers, reduce-scatters or
+ * all-to-alls of one call (what a rank stages, 1 to 40 bytes where the rank count allows:
+ * its vector or block, or all its blocks; any datatype, sum, prod, max or min: AVG never
+ * takes the fast lane) on one communicator, in place or not by turns, each verified, or
+ * (one run in 4) of barriers; a victim of
  * operation i strikes inside it, where the others are in their fast lanes. Fills *ci and
  * `later` (the last call). False on a failure. */
 static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char *later, size_t len) {
@@ -1447,21 +1450,26 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
   ctx_t *x = &xs[*ci];
   const collie_datatype_t dt = all_dtypes[fuzz_draw(i, 2) % (sizeof(all_dtypes) / sizeof(all_dtypes[0]))];
   const collie_redop_t op = (collie_redop_t)(fuzz_draw(i, 3) % COLLIE_AVG);
-  const size_t esz = collie_datatype_size(dt), count = 1 + (size_t)(fuzz_draw(i, 4) % (40 / esz));
+  static const int kinds[] = {K_ALLREDUCE, K_ALLGATHER, K_REDUCE_SCATTER, K_ALLTOALL};
+  const int kind = kinds[fuzz_draw(i, 61) % 4];
+  /* reduce-scatter and all-to-all stage a block for every rank */
+  const size_t blocks = kind == K_REDUCE_SCATTER || kind == K_ALLTOALL ? (size_t)x->n : 1;
+  const size_t esz = collie_datatype_size(dt), most = 40 / esz / blocks;
+  const size_t count = 1 + (size_t)(fuzz_draw(i, 4) % (most ? most : 1));
   const int runs = 2 + (int)(fuzz_draw(i, 16) % 39), strike = (int)(fuzz_draw(i, 17) % (uint64_t)runs);
   const bool barriers = fuzz_draw(i, 60) % 4 == 0;
   later[0] = 0;
   if (opt.verbose)
     say(x, "operation %llu: a run of %d %s, count %zu", (unsigned long long)i, runs,
-        barriers ? "barriers" : "all-reduces", barriers ? (size_t)0 : count);
+        barriers ? "barriers" : kind_names[kind], barriers ? (size_t)0 : count);
   for (int k = 0; k < runs; k++) {
     if ((long)i == opt.kill_at && world_rank == opt.kill_rank && k == strike) fuzz_victim_strikes(x, (long)i);
     case_t c;
     if (barriers) case_init(x, &c, K_BARRIER, dt, op, 0, -1, 0);
-    else case_init(x, &c, K_ALLREDUCE, dt, op, count, -1, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
+    else case_init(x, &c, kind, dt, op, count, -1, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
     case_setup(x, &c);
     collie_result_t r = case_post(x, &c, NULL);
-    if (r) api_failed(x, &c, barriers ? "a repeated barrier" : "a repeated blocking all-reduce", r);
+    if (r) api_failed(x, &c, barriers ? "a repeated barrier" : "a repeated blocking collective", r);
     else case_verify(x, &c);
     if (k == runs - 1 || r) describe(x, &c, later, len);
     case_free(&c);

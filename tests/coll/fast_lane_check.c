@@ -1,21 +1,22 @@
-/* The fast lane of the blocking small all-reduce and the barrier (src/coll/fast_lane.c)
- * among what can meet it. A repeated all-reduce of one inline line, or a repeated barrier,
- * skips the generic path; whatever the
+/* The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all and
+ * the barrier (src/coll/fast_lane.c) among what can meet it. A repeated call of one inline
+ * line, or a repeated barrier, skips the generic path; whatever the
  * lane cannot finish at once (a late peer, a call that differs, something else pending or
  * deferred) must become the generic path's operation without a trace in the results.
  *
  *   fast_lane_check run ITERATIONS SEED
- *       one seeded random sequence on every rank: runs of repeated all-reduces (1 to 5
- *       elements of int32, int64, float32 or float64; sum, max, min or prod; in place or
- *       not), broken by late ranks (one sleeps 1 to 3 ms before its call), a nonblocking
+ *       one seeded random sequence on every rank: runs of repeated all-reduces,
+ *       all-gathers, reduce-scatters or all-to-alls (1 to 5 elements a rank of int32,
+ *       int64, float32 or float64; sum, max, min or prod; in place or not), broken by late ranks (one sleeps 1 to 3 ms before its call), a nonblocking
  *       all-reduce pending under a blocking one, small broadcasts and reduces (after which
  *       the lane must wait for what they leave: a root's readers, a reduce's deferred
  *       comparison), runs of barriers, and a size change; every result is checked
- *   fast_lane_check mismatch op|count|dtype|barrier|barrier-count
+ *   fast_lane_check mismatch op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall
  *       100 matching all-reduces, then the last rank changes the op, the count or the
  *       datatype of the 101st, or calls a barrier instead: every rank must fail with
  *       COLLIE_ERR_MISMATCH within 5 s, naming that call; `barrier-count`: 100 barriers,
- *       then the last rank calls an all-reduce instead
+ *       then the last rank calls an all-reduce instead; `gather-*`: 100 all-gathers of one
+ *       element, then the last rank gathers 3, or calls an all-to-all of one
  *   fast_lane_check late
  *       (COLLIE_EXEC_TIMEOUT=2) 100 all-reduces, then the last rank sleeps 3 s before the
  *       101st: every other rank must fail with COLLIE_ERR_TIMEOUT within 3 s, naming it
@@ -83,7 +84,11 @@ typedef struct {
   collie_datatype_t dt;
   collie_redop_t op;
   int count;
+  int kind; /* the repeated call: ALLREDUCE, ALLGATHER, REDUCE_SCATTER or ALLTOALL below */
 } ctx_t;
+
+enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, ALLTOALL, KINDS };
+static const char *const kind_name[KINDS] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"};
 
 static int bad(const ctx_t *c, uint64_t it, const char *what, collie_result_t r) {
   fprintf(stderr, "fast_lane_check: rank %d: call %llu, %s: %s\n", c->rank, (unsigned long long)it, what,
@@ -112,11 +117,58 @@ static int allreduce(const ctx_t *c, uint64_t it, bool in_place, bool under) {
   return 0;
 }
 
+/* Rank `from`'s element j of its block for rank `to` in call `it` (all-to-all,
+ * reduce-scatter): small integers, as value(). */
+static int64_t block_value(uint64_t it, int from, int to, int j) { return value(it + (uint64_t)to * 11, from, j); }
+
+/* One blocking all-gather, reduce-scatter or all-to-all of call `it`, checked. In place:
+ * the all-gather's block, the reduce-scatter's result and the all-to-all's blocks in the
+ * receive buffer (or the send buffer) as the API describes. */
+static int blocks(const ctx_t *c, uint64_t it, bool in_place) {
+  int64_t sbuf[64], rbuf[64]; /* up to 8 ranks of 5 elements of 8 bytes */
+  char *in = (char *)sbuf, *out = (char *)rbuf;
+  const int n = c->n, me = c->rank, k = c->count;
+  const size_t esz = c->dt == COLLIE_INT32 || c->dt == COLLIE_FLOAT32 ? 4 : 8;
+  for (int j = 0; j < n * k; j++) put(out, c->dt, j, -7);
+  collie_result_t r = COLLIE_SUCCESS;
+  if (c->kind == ALLGATHER) {
+    char *mine = in_place ? out + (size_t)me * k * esz : in;
+    for (int j = 0; j < k; j++) put(mine, c->dt, j, value(it, me, j));
+    r = collie_allgather(mine, out, (size_t)k, c->dt, c->comm);
+    for (int q = 0; !r && q < n; q++)
+      for (int j = 0; j < k; j++)
+        if (get(out, c->dt, q * k + j) != value(it, q, j)) return bad(c, it, "all-gather", 0);
+  } else {
+    for (int q = 0; q < n; q++)
+      for (int j = 0; j < k; j++) put(in, c->dt, q * k + j, c->kind == ALLTOALL ? block_value(it, me, q, j)
+                                                                                : value(it + (uint64_t)q, me, j));
+    if (c->kind == ALLTOALL) {
+      char *dst = in_place ? in : out;
+      r = collie_alltoall(in, dst, (size_t)k, c->dt, c->comm);
+      for (int q = 0; !r && q < n; q++)
+        for (int j = 0; j < k; j++)
+          if (get(dst, c->dt, q * k + j) != block_value(it, q, me, j)) return bad(c, it, "all-to-all", 0);
+    } else {
+      char *dst = in_place ? in + (size_t)me * k * esz : out;
+      r = collie_reduce_scatter(in, dst, (size_t)k, c->dt, c->op, c->comm);
+      for (int j = 0; !r && j < k; j++)
+        if (get(dst, c->dt, j) != expect(it + (uint64_t)me, n, j, c->op)) return bad(c, it, "reduce-scatter", 0);
+    }
+  }
+  return r ? bad(c, it, kind_name[c->kind], r) : 0;
+}
+
+/* The repeated call of call `it`. */
+static int call(const ctx_t *c, uint64_t it, bool in_place) {
+  return c->kind == ALLREDUCE ? allreduce(c, it, in_place, false) : blocks(c, it, in_place);
+}
+
 static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
   uint64_t s = seed | 1;
   for (uint64_t it = 0; it < iterations; it++) {
     const uint64_t k = next(&s) % 100;
-    if (k < 3) { /* a new size, type or op: the generic path first, then the lane again */
+    if (k < 3) { /* a new call, size, type or op: the generic path first, then the lane again */
+      c->kind = (int)(next(&s) % KINDS);
       c->count = 1 + (int)(next(&s) % 5);
       c->dt = types[next(&s) % 4];
       c->op = ops[next(&s) % 4];
@@ -141,18 +193,19 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
         if (r) return bad(c, it, "barrier", r);
       }
     }
-    if (allreduce(c, it, next(&s) % 4 == 0, false)) return 1;
+    if (call(c, it, next(&s) % 4 == 0)) return 1;
   }
   return 0;
 }
 
 /* After 100 matching calls the last rank makes the 101st differ, or come 3 s late. */
 static int misfit(ctx_t *c, const char *what) {
-  const bool barriers = !strcmp(what, "barrier-count");
+  const bool barriers = !strcmp(what, "barrier-count"), gathers = !strncmp(what, "gather-", 7);
+  if (gathers) c->kind = ALLGATHER, c->count = 1;
   for (uint64_t it = 0; it < 100; it++) {
     collie_result_t r = barriers ? collie_barrier(c->comm) : COLLIE_SUCCESS;
     if (r) return bad(c, it, "barrier", r);
-    if (!barriers && allreduce(c, it, false, false)) return 1;
+    if (!barriers && call(c, it, false)) return 1;
   }
   const bool last = c->rank == c->n - 1, late = !strcmp(what, "late");
   bool barrier = barriers;
@@ -160,14 +213,18 @@ static int misfit(ctx_t *c, const char *what) {
   else if (last && !strcmp(what, "count")) c->count = 3;
   else if (last && !strcmp(what, "dtype")) c->dt = COLLIE_INT32;
   else if (last && (!strcmp(what, "barrier") || barriers)) barrier = !barrier;
+  else if (last && !strcmp(what, "gather-count")) c->count = 3;
+  else if (last && !strcmp(what, "gather-alltoall")) c->kind = ALLTOALL;
   else if (!late && !barriers && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype") &&
-           strcmp(what, "barrier"))
+           strcmp(what, "barrier") && strcmp(what, "gather-count") && strcmp(what, "gather-alltoall"))
     return 2;
   if (last && late) sleep(3);
   const double t0 = now_s();
-  int64_t in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
-  collie_result_t r = barrier ? collie_barrier(c->comm)
-                              : collie_allreduce(in, out, (size_t)c->count, c->dt, c->op, c->comm);
+  int64_t in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[64];
+  collie_result_t r = barrier               ? collie_barrier(c->comm)
+                      : c->kind == ALLGATHER ? collie_allgather(in, out, (size_t)c->count, c->dt, c->comm)
+                      : c->kind == ALLTOALL  ? collie_alltoall(in, out, 1, c->dt, c->comm)
+                                             : collie_allreduce(in, out, (size_t)c->count, c->dt, c->op, c->comm);
   const double dt = now_s() - t0;
   const char *msg = collie_get_last_error(c->comm);
   printf("rank %d: %s after %.1f s: %s\n", c->rank, collie_get_error_string(r), dt, msg);
@@ -180,7 +237,8 @@ static int misfit(ctx_t *c, const char *what) {
 
 int main(int argc, char **argv) {
   if (argc < 2 || (!strcmp(argv[1], "run") && argc != 4) || (!strcmp(argv[1], "mismatch") && argc != 3)) {
-    fprintf(stderr, "usage: fast_lane_check run ITERATIONS SEED | mismatch op|count|dtype|barrier|barrier-count | late\n");
+    fprintf(stderr, "usage: fast_lane_check run ITERATIONS SEED | mismatch "
+                    "op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall | late\n");
     return 2;
   }
   ctx_t c = {.dt = COLLIE_FLOAT32, .op = COLLIE_SUM, .count = 2};

@@ -1,12 +1,26 @@
-/* The blocking small all-reduce's and barrier's rounds without an operation (see
+/* The blocking small collectives' and the barrier's rounds without an operation (see
  * shm_native.h): the same stores, in the same order and to the same lines, as advance
  * makes for an inline round of one line, so that a peer on the generic path cannot tell
- * the two apart. */
+ * the two apart; and the same copies and reductions as its fill and drain. */
 #include <string.h>
 
 #include "algo/native/shm_native.h"
 #include "algo/native/shm_rounds.h"
 #include "reduce/reduce.h"
+
+/* The bytes a rank stages: its vector (all-reduce) or block (all-gather), or every block of
+ * its send buffer (reduce-scatter, all-to-all: the fill stages all but its own, whose place
+ * in the line nobody reads, so the lane copies the buffer whole). */
+static size_t staged_bytes(const collie_comm_t *comm, const collie_fast_call_t *c) {
+  const size_t block = c->count * collie_datatype_size(c->dt);
+  switch (c->coll) {
+    case COLLIE_COLL_ALLREDUCE:
+    case COLLIE_COLL_ALLGATHER: return block;
+    case COLLIE_COLL_REDUCE_SCATTER:
+    case COLLIE_COLL_ALLTOALL: return block * (size_t)comm->nranks;
+    default: return 0; /* a barrier stages nothing (fills) */
+  }
+}
 
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g) {
   collie_shm_state_t *st = comm->shm;
@@ -25,7 +39,8 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
                             .seq = *seq};
   collie_op_fingerprint(&call, comm->rank, &a->sig[i]);
   call_key(&call, a->inl[i].key);
-  if (c->bytes) memcpy(a->inl[i].data, c->sendbuf, c->bytes); /* a barrier stages nothing (fills) */
+  const size_t staged = staged_bytes(comm, c);
+  if (staged) memcpy(a->inl[i].data, c->sendbuf, staged);
   shm_store(comm, COLLIE_SHM_STAGED, r + 1);
   atomic_store_explicit(&a->inl[i].tag, r + 1, memory_order_release);
   shm_store(comm, COLLIE_SHM_READY, r + 1);
@@ -48,12 +63,36 @@ int collie_native_fast_arrived(collie_comm_t *comm, uint64_t g, int *late) {
 }
 
 void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
-  if (c->coll == COLLIE_COLL_ALLREDUCE) {
-    const unsigned i = inl_slot(comm, g);
-    const char *src[comm->nranks];
-    for (int r = 0; r < comm->nranks; r++) src[r] = shm_area_of(comm, r)->inl[i].data;
-    /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
-    shm_fold_with(collie_reduce_kernel(c->dt, c->redop), comm->nranks, c->recvbuf, src, 0, 0, c->count);
+  const unsigned i = inl_slot(comm, g);
+  const int me = comm->rank, n = comm->nranks;
+  const size_t block = c->count * collie_datatype_size(c->dt);
+  const char *send = c->sendbuf;
+  char *recv = c->recvbuf;
+  const char *src[n];
+  switch (c->coll) {
+    case COLLIE_COLL_ALLREDUCE:
+      for (int r = 0; r < n; r++) src[r] = shm_area_of(comm, r)->inl[i].data;
+      /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
+      shm_fold_with(collie_reduce_kernel(c->dt, c->redop), n, recv, src, 0, 0, c->count);
+      break;
+    case COLLIE_COLL_ALLGATHER: /* block j from rank j's line, this rank's from its send buffer */
+      for (int j = 0; j < n; j++) {
+        const char *from = j == me ? send : shm_area_of(comm, j)->inl[i].data;
+        if (recv + (size_t)j * block != from) memcpy(recv + (size_t)j * block, from, block);
+      }
+      break;
+    case COLLIE_COLL_ALLTOALL: /* block j from rank j's line, at this rank's place */
+      for (int j = 0; j < n; j++) {
+        const char *from = j == me ? send + (size_t)me * block : shm_area_of(comm, j)->inl[i].data + (size_t)me * block;
+        if (recv + (size_t)j * block != from) memcpy(recv + (size_t)j * block, from, block);
+      }
+      break;
+    case COLLIE_COLL_REDUCE_SCATTER: /* this rank's block of every rank's, its own from its send buffer */
+      for (int r = 0; r < n; r++)
+        src[r] = r == me ? send + (size_t)me * block : shm_area_of(comm, r)->inl[i].data + (size_t)me * block;
+      shm_fold_with(collie_reduce_kernel(c->dt, c->redop), n, recv, src, me, 0, c->count);
+      break;
+    default: break; /* a barrier */
   }
   collie_shm_state_t *st = comm->shm;
   st->verify_lo = st->verify_hi = g + 1;
