@@ -403,6 +403,8 @@ collie_result_t collie_allreduce(const void *s, void *r, size_t n, collie_dataty
   COLLIE_BLOCKING(collie_iallreduce(s, r, n, dt, op, comm, &req));
 }
 collie_result_t collie_broadcast(const void *s, void *r, size_t n, collie_datatype_t dt, int root, collie_comm_t *comm) {
+  collie_result_t fast;
+  if (collie_fast_broadcast(s, r, n, dt, root, comm, &fast)) return fast;
   COLLIE_BLOCKING(collie_ibroadcast(s, r, n, dt, root, comm, &req));
 }
 collie_result_t collie_reduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op, int root,

@@ -239,7 +239,8 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
     /* the memo is this call's now: whether its repeats may take the fast lane */
     comm->native_memo.fast = ((args->coll == COLLIE_COLL_ALLREDUCE && op->nat_small) ||
                               args->coll == COLLIE_COLL_BARRIER || args->coll == COLLIE_COLL_ALLGATHER ||
-                              args->coll == COLLIE_COLL_REDUCE_SCATTER || args->coll == COLLIE_COLL_ALLTOALL) &&
+                              args->coll == COLLIE_COLL_REDUCE_SCATTER || args->coll == COLLIE_COLL_ALLTOALL ||
+                              args->coll == COLLIE_COLL_BROADCAST) &&
                              op->nat_inline && op->nat_inl_lines == 1 && op->nat_nrounds == 1 && !op->nat_may_direct;
   }
   op->temp = call->temp;

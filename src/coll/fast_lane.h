@@ -1,5 +1,5 @@
-/* The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all and
- * the barrier on one host (fast_lane.c). */
+/* The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all,
+ * broadcast and the barrier on one host (fast_lane.c). */
 #ifndef COLLIE_FAST_LANE_H
 #define COLLIE_FAST_LANE_H
 
@@ -12,13 +12,16 @@
  * *res; false, having changed nothing, where the generic path must run it. */
 bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                            collie_redop_t redop, collie_comm_t *comm, collie_result_t *res);
-/* The same for collie_allgather, collie_reduce_scatter, collie_alltoall and collie_barrier. */
+/* The same for collie_allgather, collie_reduce_scatter, collie_alltoall, collie_broadcast and
+ * collie_barrier. */
 bool collie_fast_allgather(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                            collie_comm_t *comm, collie_result_t *res);
 bool collie_fast_reduce_scatter(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                                 collie_redop_t redop, collie_comm_t *comm, collie_result_t *res);
 bool collie_fast_alltoall(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,
                           collie_comm_t *comm, collie_result_t *res);
+bool collie_fast_broadcast(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt, int root,
+                           collie_comm_t *comm, collie_result_t *res);
 bool collie_fast_barrier(collie_comm_t *comm, collie_result_t *res);
 
 #endif

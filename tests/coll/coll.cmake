@@ -53,8 +53,8 @@ endforeach()
 # waiting in its own order; blocking calls, alone or in groups, check that what their
 # communicator issued before them has completed. Over shared memory (streaming stores from the smallest size in one), as
 # threads, over TCP, with the progress thread, and on two "hosts".
-# Runs of repeated small all-reduces, all-gathers, reduce-scatters, all-to-alls and barriers
-# among the rest: their repeats take the fast lane
+# Runs of repeated small all-reduces, all-gathers, reduce-scatters, all-to-alls, broadcasts
+# and barriers among the rest: their repeats take the fast lane
 # (src/coll/fast_lane.c) wherever nothing else is in flight on their communicator.
 add_coll_test(coll_fuzz_repeat_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 500 --fuzz-bytes 1M
               --fuzz-repeat)
@@ -364,8 +364,8 @@ add_coll_test(coll_runahead_shm_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE
 add_coll_test(coll_runahead_shm_area_8m_2 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=8M" ${COLL_RUN} -n 2 --timeout 280
               $<TARGET_FILE:runahead_check> 3000 19)
 
-# The fast lane of the blocking small all-reduce, all-gather, reduce-scatter and all-to-all
-# (src/coll/fast_lane.c) among late ranks,
+# The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all and
+# broadcast (src/coll/fast_lane.c) among late ranks,
 # pending and rooted calls, and calls that differ or never come (fast_lane_check.c). Forced
 # to the shared-memory collectives, where small rooted calls from 3 ranks may go as messages.
 add_executable(fast_lane_check ${CMAKE_CURRENT_LIST_DIR}/fast_lane_check.c)
@@ -375,7 +375,7 @@ add_coll_test(coll_fast_lane_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${FAST_LANE
 foreach(n 2 3 4 8)
   add_coll_test(coll_fast_lane_shm_${n} 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n ${n} --timeout 280 ${FAST_LANE} run 4000 ${n})
 endforeach()
-foreach(what op count dtype barrier barrier-count gather-count gather-alltoall)
+foreach(what op count dtype barrier barrier-count gather-count gather-alltoall broadcast-root)
   add_coll_test(coll_fast_lane_mismatch_${what}_3 60 "COLLIE_EXEC_TIMEOUT=20" ${COLL_RUN} -n 3 --timeout 50
                 ${FAST_LANE} mismatch ${what})
 endforeach()

@@ -64,7 +64,7 @@
  * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
  * rank, or none) while others are in flight, runs a case on the new one and destroys it.
  * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces, all-gathers,
- * reduce-scatters or all-to-alls of one call of at most 40 bytes staged per rank, or of
+ * reduce-scatters, all-to-alls or broadcasts of one call of at most 40 bytes staged per rank, or of
  * barriers (their repeats take the fast lane, src/coll/fast_lane.c,
  * where nothing else is in flight on that communicator); a victim (below) strikes inside
  * such a run.
@@ -1438,8 +1438,8 @@ static bool fuzz_is_run(uint64_t i) {
   return opt.fuzz_repeat && !(opt.fuzz_split && fuzz_draw(i, 11) % 48 == 0) && fuzz_draw(i, 15) % 8 == 0;
 }
 
-/* Operation i as a run of 2 to 40 blocking all-reduces, all-gathers, reduce-scatters or
- * all-to-alls of one call (what a rank stages, 1 to 40 bytes where the rank count allows:
+/* Operation i as a run of 2 to 40 blocking all-reduces, all-gathers, reduce-scatters,
+ * all-to-alls or broadcasts (from a root drawn per call) of one call (what a rank stages, 1 to 40 bytes where the rank count allows:
  * its vector or block, or all its blocks; any datatype, sum, prod, max or min: AVG never
  * takes the fast lane) on one communicator, in place or not by turns, each verified, or
  * (one run in 4) of barriers; a victim of
@@ -1450,8 +1450,8 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
   ctx_t *x = &xs[*ci];
   const collie_datatype_t dt = all_dtypes[fuzz_draw(i, 2) % (sizeof(all_dtypes) / sizeof(all_dtypes[0]))];
   const collie_redop_t op = (collie_redop_t)(fuzz_draw(i, 3) % COLLIE_AVG);
-  static const int kinds[] = {K_ALLREDUCE, K_ALLGATHER, K_REDUCE_SCATTER, K_ALLTOALL};
-  const int kind = kinds[fuzz_draw(i, 61) % 4];
+  static const int kinds[] = {K_ALLREDUCE, K_ALLGATHER, K_REDUCE_SCATTER, K_ALLTOALL, K_BROADCAST};
+  const int kind = kinds[fuzz_draw(i, 61) % 5];
   /* reduce-scatter and all-to-all stage a block for every rank */
   const size_t blocks = kind == K_REDUCE_SCATTER || kind == K_ALLTOALL ? (size_t)x->n : 1;
   const size_t esz = collie_datatype_size(dt), most = 40 / esz / blocks;
@@ -1466,7 +1466,9 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
     if ((long)i == opt.kill_at && world_rank == opt.kill_rank && k == strike) fuzz_victim_strikes(x, (long)i);
     case_t c;
     if (barriers) case_init(x, &c, K_BARRIER, dt, op, 0, -1, 0);
-    else case_init(x, &c, kind, dt, op, count, -1, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
+    else
+      case_init(x, &c, kind, dt, op, count, kind == K_BROADCAST ? (int)(fuzz_draw(i, 62 + (uint64_t)k) % (uint64_t)x->n) : -1,
+                fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
     case_setup(x, &c);
     collie_result_t r = case_post(x, &c, NULL);
     if (r) api_failed(x, &c, barriers ? "a repeated barrier" : "a repeated blocking collective", r);

@@ -6,17 +6,21 @@
  *
  *   fast_lane_check run ITERATIONS SEED
  *       one seeded random sequence on every rank: runs of repeated all-reduces,
- *       all-gathers, reduce-scatters or all-to-alls (1 to 5 elements a rank of int32,
+ *       all-gathers, reduce-scatters, all-to-alls or broadcasts (1 to 5 elements a rank of int32,
  *       int64, float32 or float64; sum, max, min or prod; in place or not), broken by late ranks (one sleeps 1 to 3 ms before its call), a nonblocking
  *       all-reduce pending under a blocking one, small broadcasts and reduces (after which
  *       the lane must wait for what they leave: a root's readers, a reduce's deferred
  *       comparison), runs of barriers, and a size change; every result is checked
- *   fast_lane_check mismatch op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall
+ *   fast_lane_check mismatch op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall|
+ *                   broadcast-root
  *       100 matching all-reduces, then the last rank changes the op, the count or the
  *       datatype of the 101st, or calls a barrier instead: every rank must fail with
  *       COLLIE_ERR_MISMATCH within 5 s, naming that call; `barrier-count`: 100 barriers,
  *       then the last rank calls an all-reduce instead; `gather-*`: 100 all-gathers of one
- *       element, then the last rank gathers 3, or calls an all-to-all of one
+ *       element, then the last rank gathers 3, or calls an all-to-all of one;
+ *       `broadcast-root`: 100 broadcasts from rank 0 and a barrier, then the last rank
+ *       names itself the root (a barrier follows, where a receiver that got rank 0's data
+ *       meets the failure)
  *   fast_lane_check late
  *       (COLLIE_EXEC_TIMEOUT=2) 100 all-reduces, then the last rank sleeps 3 s before the
  *       101st: every other rank must fail with COLLIE_ERR_TIMEOUT within 3 s, naming it
@@ -84,11 +88,12 @@ typedef struct {
   collie_datatype_t dt;
   collie_redop_t op;
   int count;
-  int kind; /* the repeated call: ALLREDUCE, ALLGATHER, REDUCE_SCATTER or ALLTOALL below */
+  int kind; /* the repeated call: ALLREDUCE, ..., BROADCAST below */
+  int root; /* the broadcast's root, or -1: call `it` has root it % n */
 } ctx_t;
 
-enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, ALLTOALL, KINDS };
-static const char *const kind_name[KINDS] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"};
+enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, ALLTOALL, BROADCAST, KINDS };
+static const char *const kind_name[KINDS] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"};
 
 static int bad(const ctx_t *c, uint64_t it, const char *what, collie_result_t r) {
   fprintf(stderr, "fast_lane_check: rank %d: call %llu, %s: %s\n", c->rank, (unsigned long long)it, what,
@@ -121,9 +126,11 @@ static int allreduce(const ctx_t *c, uint64_t it, bool in_place, bool under) {
  * reduce-scatter): small integers, as value(). */
 static int64_t block_value(uint64_t it, int from, int to, int j) { return value(it + (uint64_t)to * 11, from, j); }
 
-/* One blocking all-gather, reduce-scatter or all-to-all of call `it`, checked. In place:
- * the all-gather's block, the reduce-scatter's result and the all-to-all's blocks in the
- * receive buffer (or the send buffer) as the API describes. */
+/* One blocking all-gather, reduce-scatter, all-to-all or broadcast of call `it`, checked.
+ * In place: the all-gather's block, the reduce-scatter's result and the all-to-all's
+ * blocks in the receive buffer (or the send buffer) as the API describes, the broadcast's
+ * root with one buffer. The broadcast's root changes from call to call; its other ranks
+ * pass no send buffer every other call. */
 static int blocks(const ctx_t *c, uint64_t it, bool in_place) {
   int64_t sbuf[64], rbuf[64]; /* up to 8 ranks of 5 elements of 8 bytes */
   char *in = (char *)sbuf, *out = (char *)rbuf;
@@ -131,7 +138,15 @@ static int blocks(const ctx_t *c, uint64_t it, bool in_place) {
   const size_t esz = c->dt == COLLIE_INT32 || c->dt == COLLIE_FLOAT32 ? 4 : 8;
   for (int j = 0; j < n * k; j++) put(out, c->dt, j, -7);
   collie_result_t r = COLLIE_SUCCESS;
-  if (c->kind == ALLGATHER) {
+  if (c->kind == BROADCAST) {
+    const int root = c->root >= 0 ? c->root : (int)(it % (uint64_t)n);
+    if (me == root)
+      for (int j = 0; j < k; j++) put(in, c->dt, j, value(it, root, j));
+    char *dst = in_place && me == root ? in : out;
+    r = collie_broadcast(me == root || it % 2 ? in : NULL, dst, (size_t)k, c->dt, root, c->comm);
+    for (int j = 0; !r && j < k; j++)
+      if (get(dst, c->dt, j) != value(it, root, j)) return bad(c, it, "broadcast", 0);
+  } else if (c->kind == ALLGATHER) {
     char *mine = in_place ? out + (size_t)me * k * esz : in;
     for (int j = 0; j < k; j++) put(mine, c->dt, j, value(it, me, j));
     r = collie_allgather(mine, out, (size_t)k, c->dt, c->comm);
@@ -201,12 +216,23 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
 /* After 100 matching calls the last rank makes the 101st differ, or come 3 s late. */
 static int misfit(ctx_t *c, const char *what) {
   const bool barriers = !strcmp(what, "barrier-count"), gathers = !strncmp(what, "gather-", 7);
+  const bool roots = !strcmp(what, "broadcast-root");
   if (gathers) c->kind = ALLGATHER, c->count = 1;
+  if (roots) c->kind = BROADCAST, c->count = 1, c->root = 0;
   for (uint64_t it = 0; it < 100; it++) {
     collie_result_t r = barriers ? collie_barrier(c->comm) : COLLIE_SUCCESS;
     if (r) return bad(c, it, "barrier", r);
     if (!barriers && call(c, it, false)) return 1;
   }
+  /* A root runs up to the inline slots (128 where ranks outnumber CPUs) ahead of its
+   * readers, and its readers need only the root: two of three ranks could reach the
+   * differing call while the third was still at the first, which then meets the failure
+   * there. A barrier keeps them together: the differing call is then #102. */
+  if (roots) {
+    collie_result_t r = collie_barrier(c->comm);
+    if (r) return bad(c, 100, "barrier", r);
+  }
+  const char *which = roots ? "#102" : "#101";
   const bool last = c->rank == c->n - 1, late = !strcmp(what, "late");
   bool barrier = barriers;
   if (last && !strcmp(what, "op")) c->op = COLLIE_MAX;
@@ -215,7 +241,8 @@ static int misfit(ctx_t *c, const char *what) {
   else if (last && (!strcmp(what, "barrier") || barriers)) barrier = !barrier;
   else if (last && !strcmp(what, "gather-count")) c->count = 3;
   else if (last && !strcmp(what, "gather-alltoall")) c->kind = ALLTOALL;
-  else if (!late && !barriers && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype") &&
+  else if (last && roots) c->root = c->n - 1; /* two roots: rank 0 and this one */
+  else if (!late && !barriers && !roots && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype") &&
            strcmp(what, "barrier") && strcmp(what, "gather-count") && strcmp(what, "gather-alltoall"))
     return 2;
   if (last && late) sleep(3);
@@ -224,7 +251,10 @@ static int misfit(ctx_t *c, const char *what) {
   collie_result_t r = barrier               ? collie_barrier(c->comm)
                       : c->kind == ALLGATHER ? collie_allgather(in, out, (size_t)c->count, c->dt, c->comm)
                       : c->kind == ALLTOALL  ? collie_alltoall(in, out, 1, c->dt, c->comm)
+                      : c->kind == BROADCAST ? collie_broadcast(in, in, 1, c->dt, c->root, c->comm)
                                              : collie_allreduce(in, out, (size_t)c->count, c->dt, c->op, c->comm);
+  /* a receiver of the true root may finish first: the barrier after it meets the failure */
+  if (roots && !r) r = collie_barrier(c->comm);
   const double dt = now_s() - t0;
   const char *msg = collie_get_last_error(c->comm);
   printf("rank %d: %s after %.1f s: %s\n", c->rank, collie_get_error_string(r), dt, msg);
@@ -232,16 +262,16 @@ static int misfit(ctx_t *c, const char *what) {
   snprintf(victim, sizeof(victim), "rank %d ", c->n - 1);
   if (late)
     return last || (r == COLLIE_ERR_TIMEOUT && dt < 3 && strstr(msg, victim)) ? 0 : 1;
-  return r == COLLIE_ERR_MISMATCH && dt < 5 && strstr(msg, "#101") ? 0 : 1;
+  return r == COLLIE_ERR_MISMATCH && dt < 5 && strstr(msg, which) ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
   if (argc < 2 || (!strcmp(argv[1], "run") && argc != 4) || (!strcmp(argv[1], "mismatch") && argc != 3)) {
     fprintf(stderr, "usage: fast_lane_check run ITERATIONS SEED | mismatch "
-                    "op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall | late\n");
+                    "op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall|broadcast-root | late\n");
     return 2;
   }
-  ctx_t c = {.dt = COLLIE_FLOAT32, .op = COLLIE_SUM, .count = 2};
+  ctx_t c = {.dt = COLLIE_FLOAT32, .op = COLLIE_SUM, .count = 2, .root = -1};
   collie_result_t r = collie_comm_init_env(&c.comm);
   if (r) {
     fprintf(stderr, "fast_lane_check: init: %s\n", collie_get_last_error(NULL));

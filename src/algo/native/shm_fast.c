@@ -8,12 +8,14 @@
 #include "algo/native/shm_rounds.h"
 #include "reduce/reduce.h"
 
-/* The bytes a rank stages: its vector (all-reduce) or block (all-gather), or every block of
- * its send buffer (reduce-scatter, all-to-all: the fill stages all but its own, whose place
- * in the line nobody reads, so the lane copies the buffer whole). */
+/* The bytes a rank stages: its vector (all-reduce, a broadcast's root) or block
+ * (all-gather), or every block of its send buffer (reduce-scatter, all-to-all: the fill
+ * stages all but its own, whose place in the line nobody reads, so the lane copies the
+ * buffer whole). */
 static size_t staged_bytes(const collie_comm_t *comm, const collie_fast_call_t *c) {
   const size_t block = c->count * collie_datatype_size(c->dt);
   switch (c->coll) {
+    case COLLIE_COLL_BROADCAST: return comm->rank == c->root ? block : 0;
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_ALLGATHER: return block;
     case COLLIE_COLL_REDUCE_SCATTER:
@@ -22,20 +24,37 @@ static size_t staged_bytes(const collie_comm_t *comm, const collie_fast_call_t *
   }
 }
 
+/* Whether every other rank has finished the rounds below want: advance's done_known, whose
+ * cache (native_done_seen) it shares, without noting a laggard (the generic path does). */
+static bool done_known(collie_comm_t *comm, uint64_t want) {
+  if (comm->native_done_seen >= want) return true;
+  uint64_t low = UINT64_MAX;
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank) {
+      const uint64_t d = shm_counter(comm, r, COLLIE_SHM_DONE);
+      if (d < low) low = d;
+    }
+  if (low < want) return false;
+  comm->native_done_seen = low;
+  return true;
+}
+
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g) {
   collie_shm_state_t *st = comm->shm;
-  const uint64_t r = comm->native_rounds;
+  const uint64_t r = comm->native_rounds, back = st->inl_slots; /* reuse_distance of a round of one line */
   /* advance's conditions for staging round r, met at once: no comparison deferred (and
-   * none that would hold the slot), and the last round waited for everyone's staging, so
-   * everyone has finished with this slot's previous round */
-  if (!comm->native_prev_all || st->verify_lo != st->verify_hi || r + 1 >= st->verify_lo + st->inl_slots) return -1;
+   * none that would hold the slot), and everyone has finished with this slot's previous
+   * round (known when the last round waited for everyone's staging; after a broadcast,
+   * whose root does not wait, from the others' `done`) */
+  if (st->verify_lo != st->verify_hi || r + 1 >= st->verify_lo + st->inl_slots) return -1;
+  if (!comm->native_prev_all && r >= back && !done_known(comm, r - back + 1)) return -1;
   *seq = ++comm->coll_seq;
   *g = r;
   comm->native_rounds = r + 1;
   collie_shm_area_t *a = shm_area_of(comm, comm->rank);
   const unsigned i = inl_slot(comm, r);
   /* what sign reads: a mismatch sentence compares these fields */
-  const collie_op_t call = {.coll = c->coll, .dt = c->dt, .redop = c->redop, .root = -1, .count = c->count,
+  const collie_op_t call = {.coll = c->coll, .dt = c->dt, .redop = c->redop, .root = c->root, .count = c->count,
                             .seq = *seq};
   collie_op_fingerprint(&call, comm->rank, &a->sig[i]);
   call_key(&call, a->inl[i].key);
@@ -47,18 +66,28 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
   return 0;
 }
 
-int collie_native_fast_arrived(collie_comm_t *comm, uint64_t g, int *late) {
+/* Whom this rank waits for and compares its call with: everyone, or in a broadcast the
+ * root alone, and the root nobody (shm_native.c, must_meet). */
+static bool meets(const collie_comm_t *comm, const collie_fast_call_t *c, int r) {
+  if (r == comm->rank) return false;
+  return c->coll != COLLIE_COLL_BROADCAST || (comm->rank != c->root && r == c->root);
+}
+
+int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g, uint64_t seq, int *late) {
   const unsigned i = inl_slot(comm, g);
   for (int r = 0; r < comm->nranks; r++)
-    if (r != comm->rank && atomic_load_explicit(&shm_area_of(comm, r)->inl[i].tag, memory_order_acquire) < g + 1) {
+    if (meets(comm, c, r) && atomic_load_explicit(&shm_area_of(comm, r)->inl[i].tag, memory_order_acquire) < g + 1) {
       *late = r;
       return 0;
     }
   const uint64_t *mine = shm_area_of(comm, comm->rank)->inl[i].key;
   for (int r = 0; r < comm->nranks; r++) {
     const uint64_t *theirs = shm_area_of(comm, r)->inl[i].key;
-    if (r != comm->rank && (theirs[0] != mine[0] || theirs[1] != mine[1])) return -1;
+    if (meets(comm, c, r) && (theirs[0] != mine[0] || theirs[1] != mine[1])) return -1;
   }
+  /* a root that meets nobody claims the operation, as check_calls does: a second root
+   * fails the communicator here, and the generic path, which claims again, reports it */
+  if (c->coll == COLLIE_COLL_BROADCAST && collie_claim_root(comm, c->coll, c->root, seq) < 0) return -1;
   return 1;
 }
 
@@ -92,12 +121,22 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
         src[r] = r == me ? send + (size_t)me * block : shm_area_of(comm, r)->inl[i].data + (size_t)me * block;
       shm_fold_with(collie_reduce_kernel(c->dt, c->redop), n, recv, src, me, 0, c->count);
       break;
+    case COLLIE_COLL_BROADCAST: { /* the root's send buffer, or its line */
+      const char *from = me == c->root ? send : shm_area_of(comm, c->root)->inl[i].data;
+      if (recv != from) memcpy(recv, from, block);
+      break;
+    }
     default: break; /* a barrier */
   }
   collie_shm_state_t *st = comm->shm;
   st->verify_lo = st->verify_hi = g + 1;
   shm_store(comm, COLLIE_SHM_DONE, g + 1);
-  comm->native_prev_all = true;
+  /* whether this round waited for everyone's staging (drain_waits_all) */
+  comm->native_prev_all = c->coll != COLLIE_COLL_BROADCAST;
   collie_shm_notify_others(comm);
+  /* A root that runs ahead asks for the lines of its next round now (claim_next_round). */
+  const uint64_t next = g + 1, back = st->inl_slots;
+  if (c->coll == COLLIE_COLL_BROADCAST && me == c->root && (next < back || comm->native_done_seen >= next - back + 1))
+    shm_prefetch_write(comm, &shm_area_of(comm, me)->inl[inl_slot(comm, next)]);
   comm->progress_count++;
 }

@@ -54,8 +54,8 @@ void collie_native_prepare(struct collie_op *op, const collie_coll_args_t *args)
  * last ones. */
 void collie_native_number(collie_comm_t *comm, struct collie_op *op);
 
-/* The fast lane of the blocking small collectives that wait for every rank (all-reduce,
- * all-gather, reduce-scatter, all-to-all) and the barrier (shm_fast.c, coll/fast_lane.c):
+/* The fast lane of the blocking small collectives (all-reduce, all-gather, reduce-scatter,
+ * all-to-all, broadcast) and the barrier (shm_fast.c, coll/fast_lane.c):
  * a call that runs without an operation while its peers answer at once. */
 typedef struct {
   collie_coll_t coll; /* one of those (a barrier: no data, count 0) */
@@ -65,23 +65,26 @@ typedef struct {
   size_t bytes;       /* the size the cost model weighs (the memo's: collie_coll_call_t) */
   collie_datatype_t dt;
   collie_redop_t redop; /* COLLIE_SUM where the collective does not reduce */
+  int root;             /* a broadcast's; -1 otherwise */
 } collie_fast_call_t;
 /* Under comm->lock, with no operation pending: stages the call as the first and only round
  * of an inline call of one line, as advance would, and numbers it (the collective's seq, its
  * round *g). -1, with nothing changed, where the round would first have to wait for
  * something (the generic path then does it). */
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g);
-/* Whether every other rank has staged round g: 1 with the same call, 0 not yet (*late: the
- * first rank that has not), -1 some rank's call differs (the generic path explains it). */
-int collie_native_fast_arrived(collie_comm_t *comm, uint64_t g, int *late);
+/* Whether every other rank (a broadcast's receiver: its root; its root: nobody) has staged
+ * round g: 1 with the same call, 0 not yet (*late: the first rank that has not), -1 some
+ * rank's call differs, or a broadcast root's claim of operation seq failed (the generic
+ * path explains either). */
+int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g, uint64_t seq, int *late);
 /* Round g arrived everywhere: moves it into the receive buffer as drain does (reducing
  * where the collective reduces) and finishes it as publish_done does, waking sleeping
  * peers. */
 void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g);
 /* The fast lane's call, turned into an operation after all (a peer is late, or differs):
  * op, prepared, takes round g, staged already, in the state advance left it (a small
- * reduction's, a barrier's, or an all-gather's, reduce-scatter's or all-to-all's: all drain
- * next). */
+ * reduction's, a barrier's, or an all-gather's, reduce-scatter's, all-to-all's or
+ * broadcast's: all drain next). */
 void collie_native_adopt(collie_comm_t *comm, struct collie_op *op, uint64_t g);
 
 /* Advances the oldest unfinished native operation (under comm->lock). >0 if it moved. */
