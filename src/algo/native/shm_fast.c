@@ -24,21 +24,6 @@ static size_t staged_bytes(const collie_comm_t *comm, const collie_fast_call_t *
   }
 }
 
-/* Whether every other rank has finished the rounds below want: advance's done_known, whose
- * cache (native_done_seen) it shares, without noting a laggard (the generic path does). */
-static bool done_known(collie_comm_t *comm, uint64_t want) {
-  if (comm->native_done_seen >= want) return true;
-  uint64_t low = UINT64_MAX;
-  for (int r = 0; r < comm->nranks; r++)
-    if (r != comm->rank) {
-      const uint64_t d = shm_counter(comm, r, COLLIE_SHM_DONE);
-      if (d < low) low = d;
-    }
-  if (low < want) return false;
-  comm->native_done_seen = low;
-  return true;
-}
-
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g) {
   collie_shm_state_t *st = comm->shm;
   const uint64_t r = comm->native_rounds, back = st->inl_slots; /* reuse_distance of a round of one line */
@@ -47,7 +32,7 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
    * round (known when the last round waited for everyone's staging; after a broadcast,
    * whose root does not wait, from the others' `done`) */
   if (st->verify_lo != st->verify_hi || r + 1 >= st->verify_lo + st->inl_slots) return -1;
-  if (!comm->native_prev_all && r >= back && !done_known(comm, r - back + 1)) return -1;
+  if (!comm->native_prev_all && r >= back && !shm_done_seen(comm, r - back + 1)) return -1;
   *seq = ++comm->coll_seq;
   *g = r;
   comm->native_rounds = r + 1;

@@ -662,22 +662,13 @@ static void stage(collie_comm_t *comm, collie_op_t *op, uint64_t g, uint64_t k) 
   shm_store(comm, COLLIE_SHM_STAGED, g + 1);
 }
 
-/* Whether every other rank's `done` has reached want. A root running ahead asks this at
- * every round; the counters only grow, so the lowest value read last time answers most
- * of those without fetching the other ranks' counter lines (and without pulling them
- * away from the ranks that are writing them). */
+/* Whether every other rank's `done` has reached want (shm_done_seen, which answers most
+ * asks without fetching the other ranks' counter lines, and so without pulling them away
+ * from the ranks that are writing them); if not, notes the laggard. */
 static bool done_known(collie_comm_t *comm, collie_op_t *op, uint64_t want) {
-  if (comm->native_done_seen >= want) return true;
-  uint64_t low = UINT64_MAX;
-  for (int r = 0; r < comm->nranks; r++)
-    if (r != comm->rank) {
-      const uint64_t d = shm_counter(comm, r, COLLIE_SHM_DONE);
-      if (d < low) low = d;
-    }
+  if (shm_done_seen(comm, want)) return true;
   /* short: shm_all_reached notes the laggard (for timeouts and the oversubscribed wait) */
-  if (low < want) return shm_all_reached(comm, op, COLLIE_SHM_DONE, want);
-  comm->native_done_seen = low;
-  return true;
+  return shm_all_reached(comm, op, COLLIE_SHM_DONE, want);
 }
 
 /* A rank that stages without waiting for the others' staging (a broadcast's root, a

@@ -130,6 +130,23 @@ static inline bool shm_one_reached(collie_comm_t *comm, collie_op_t *op, int r, 
   return false;
 }
 
+/* Whether every other rank's `done` has reached want, from the lowest value read last time
+ * (comm->native_done_seen) or a fresh read of every counter, which updates it: the counters
+ * only grow. A root running ahead asks at every round, and most answers need no other
+ * rank's counter line. */
+static inline bool shm_done_seen(collie_comm_t *comm, uint64_t want) {
+  if (comm->native_done_seen >= want) return true;
+  uint64_t low = UINT64_MAX;
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank) {
+      const uint64_t d = shm_counter(comm, r, COLLIE_SHM_DONE);
+      if (d < low) low = d;
+    }
+  if (low < want) return false;
+  comm->native_done_seen = low;
+  return true;
+}
+
 /* Stores this rank's counter c (publish: and wakes the ranks asleep on their doorbells,
  * for an inline round before this progress pass ends, collie_native_progress). The wake-up may wait
  * because its fence stalls until the store has reached the other cores: right after the
