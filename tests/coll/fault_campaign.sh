@@ -4,7 +4,7 @@
 # fuzz_stop_test.sh, the checks of the ctests coll_fuzz_kill_* and coll_fuzz_stop_*) with
 # a random victim, operation, seed and rank count (2 to 6), and at random TCP,
 # COLLIE_PROTO=simple, a progress thread, 2 fake hosts (COLL_FAKE_HOSTS), --fuzz-split or
-# --fuzz-threads 2, and --fuzz-repeat (runs of repeated small all-reduces, where the
+# --fuzz-threads 2, and --fuzz-repeat (runs of repeated small collectives, where the
 # victim strikes inside the run: the others are in the fast lane).
 # Each failure's command line and output go to OUT_DIR/fail-N; the command reruns it.
 # The ctests pin a few such runs; this explores others (CI once met a resumed rank that
