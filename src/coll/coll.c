@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/progress_others.h"
 #include "core/log.h"
+#include "transport/shm.h"
 #include "tune/tune.h"
 
 /* Bytes of this rank's receive buffer that the collective writes. */
@@ -241,7 +242,8 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
                               args->coll == COLLIE_COLL_BARRIER || args->coll == COLLIE_COLL_ALLGATHER ||
                               args->coll == COLLIE_COLL_REDUCE_SCATTER || args->coll == COLLIE_COLL_ALLTOALL ||
                               args->coll == COLLIE_COLL_BROADCAST) &&
-                             op->nat_inline && op->nat_inl_lines == 1 && op->nat_nrounds == 1 && !op->nat_may_direct;
+                             op->nat_inline && op->nat_inl_lines <= COLLIE_SHM_INLINE_LINES_SMALL && op->nat_nrounds == 1 &&
+                             !op->nat_may_direct;
   }
   op->temp = call->temp;
   op->counts_hash = counts_hash(args);

@@ -64,10 +64,10 @@
  * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
  * rank, or none) while others are in flight, runs a case on the new one and destroys it.
  * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces, all-gathers,
- * reduce-scatters, all-to-alls or broadcasts of one call of at most 40 bytes staged per rank, or of
- * barriers (their repeats take the fast lane, src/coll/fast_lane.c,
- * where nothing else is in flight on that communicator); a victim (below) strikes inside
- * such a run.
+ * reduce-scatters, all-to-alls or broadcasts of one call of at most 40 or 488 bytes staged
+ * per rank, or of barriers (their repeats take the fast lane, src/coll/fast_lane.c, where
+ * nothing else is in flight on that communicator); a victim (below) strikes inside such a
+ * run.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
  * then stop with an error naming R's pid, or another survivor's abort, and passes when it
  * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
@@ -1433,18 +1433,19 @@ static int fuzz_blocked(ctx_t *xs, fuzz_fly_t *fly, int nfly, const int *gci, in
   return kept;
 }
 
-/* --fuzz-repeat: whether operation i is a run of repeated small all-reduces. */
+/* --fuzz-repeat: whether operation i is a run of repeated small collectives. */
 static bool fuzz_is_run(uint64_t i) {
   return opt.fuzz_repeat && !(opt.fuzz_split && fuzz_draw(i, 11) % 48 == 0) && fuzz_draw(i, 15) % 8 == 0;
 }
 
 /* Operation i as a run of 2 to 40 blocking all-reduces, all-gathers, reduce-scatters,
- * all-to-alls or broadcasts (from a root drawn per call) of one call (what a rank stages, 1 to 40 bytes where the rank count allows:
- * its vector or block, or all its blocks; any datatype, sum, prod, max or min: AVG never
- * takes the fast lane) on one communicator, in place or not by turns, each verified, or
- * (one run in 4) of barriers; a victim of
- * operation i strikes inside it, where the others are in their fast lanes. Fills *ci and
- * `later` (the last call). False on a failure. */
+ * all-to-alls or broadcasts (from a root drawn per call) of one call (what a rank stages,
+ * its vector or block, or all its blocks, up to 40 or 488 bytes by turns where the rank
+ * count allows: one inline line or up to 8; any datatype, sum, prod, max or min: AVG
+ * never takes the fast lane) on one communicator, in place or not by turns, each
+ * verified, or (one run in 4) of barriers; a victim of operation i strikes inside it,
+ * where the others are in their fast lanes. Fills *ci and `later` (the last call). False
+ * on a failure. */
 static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char *later, size_t len) {
   *ci = (int)(fuzz_draw(i, 8) % FUZZ_COMMS);
   ctx_t *x = &xs[*ci];
@@ -1454,7 +1455,8 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
   const int kind = kinds[fuzz_draw(i, 61) % 5];
   /* reduce-scatter and all-to-all stage a block for every rank */
   const size_t blocks = kind == K_REDUCE_SCATTER || kind == K_ALLTOALL ? (size_t)x->n : 1;
-  const size_t esz = collie_datatype_size(dt), most = 40 / esz / blocks;
+  /* one inline line (40 bytes) or up to 8 (488 bytes: transport/shm.h), by turns */
+  const size_t esz = collie_datatype_size(dt), most = (fuzz_draw(i, 59) % 2 ? 40 : 488) / esz / blocks;
   const size_t count = 1 + (size_t)(fuzz_draw(i, 4) % (most ? most : 1));
   const int runs = 2 + (int)(fuzz_draw(i, 16) % 39), strike = (int)(fuzz_draw(i, 17) % (uint64_t)runs);
   const bool barriers = fuzz_draw(i, 60) % 4 == 0;

@@ -6,8 +6,10 @@
  *
  *   fast_lane_check run ITERATIONS SEED
  *       one seeded random sequence on every rank: runs of repeated all-reduces,
- *       all-gathers, reduce-scatters, all-to-alls or broadcasts (1 to 5 elements a rank of int32,
- *       int64, float32 or float64; sum, max, min or prod; in place or not), broken by late ranks (one sleeps 1 to 3 ms before its call), a nonblocking
+ *       all-gathers, reduce-scatters, all-to-alls or broadcasts (1 to 5 or 6 to 60
+ *       elements a rank of int32, int64, float32 or float64: rounds of one line, of up
+ *       to 8, or staged; sum, max, min or prod; in place or not), broken by late ranks
+ *       (one sleeps 1 to 3 ms before its call), a nonblocking
  *       all-reduce pending under a blocking one, small broadcasts and reduces (after which
  *       the lane must wait for what they leave: a root's readers, a reduce's deferred
  *       comparison), runs of barriers, and a size change; every result is checked
@@ -103,7 +105,7 @@ static int bad(const ctx_t *c, uint64_t it, const char *what, collie_result_t r)
 
 /* One all-reduce of call `it` (blocking, or pending under another when `under`), checked. */
 static int allreduce(const ctx_t *c, uint64_t it, bool in_place, bool under) {
-  char in[64], out[64], in2[64], out2[64];
+  char in[512], out[512], in2[512], out2[512]; /* up to 60 elements of 8 bytes */
   for (int j = 0; j < c->count; j++) {
     put(in, c->dt, j, value(it, c->rank, j));
     put(out, c->dt, j, -7);
@@ -132,7 +134,7 @@ static int64_t block_value(uint64_t it, int from, int to, int j) { return value(
  * root with one buffer. The broadcast's root changes from call to call; its other ranks
  * pass no send buffer every other call. */
 static int blocks(const ctx_t *c, uint64_t it, bool in_place) {
-  int64_t sbuf[64], rbuf[64]; /* up to 8 ranks of 5 elements of 8 bytes */
+  int64_t sbuf[512], rbuf[512]; /* up to 8 ranks of 60 elements of 8 bytes */
   char *in = (char *)sbuf, *out = (char *)rbuf;
   const int n = c->n, me = c->rank, k = c->count;
   const size_t esz = c->dt == COLLIE_INT32 || c->dt == COLLIE_FLOAT32 ? 4 : 8;
@@ -184,7 +186,8 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
     const uint64_t k = next(&s) % 100;
     if (k < 3) { /* a new call, size, type or op: the generic path first, then the lane again */
       c->kind = (int)(next(&s) % KINDS);
-      c->count = 1 + (int)(next(&s) % 5);
+      /* one line (up to 40 bytes staged), or up to 8 (488 bytes), or staged beyond */
+      c->count = next(&s) % 2 ? 1 + (int)(next(&s) % 5) : 6 + (int)(next(&s) % 55);
       c->dt = types[next(&s) % 4];
       c->op = ops[next(&s) % 4];
     } else if (k < 8) { /* a late rank: the others' lanes hand over to the generic wait */

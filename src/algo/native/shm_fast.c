@@ -1,6 +1,6 @@
 /* The blocking small collectives' and the barrier's rounds without an operation (see
  * shm_native.h): the same stores, in the same order and to the same lines, as advance
- * makes for an inline round of one line, so that a peer on the generic path cannot tell
+ * makes for an inline round of up to COLLIE_SHM_INLINE_LINES_SMALL lines, so that a peer on the generic path cannot tell
  * the two apart; and the same copies and reductions as its fill and drain. */
 #include <string.h>
 
@@ -8,25 +8,61 @@
 #include "algo/native/shm_rounds.h"
 #include "reduce/reduce.h"
 
-/* The bytes a rank stages: its vector (all-reduce, a broadcast's root) or block
- * (all-gather), or every block of its send buffer (reduce-scatter, all-to-all: the fill
- * stages all but its own, whose place in the line nobody reads, so the lane copies the
- * buffer whole). */
-static size_t staged_bytes(const collie_comm_t *comm, const collie_fast_call_t *c) {
+/* The bytes of a rank's inline round, from which collie_native_prepare counts its lines:
+ * the vector (all-reduce, broadcast) or block (all-gather), or every block of the send
+ * buffer (reduce-scatter, all-to-all). */
+static size_t round_bytes(const collie_comm_t *comm, const collie_fast_call_t *c) {
   const size_t block = c->count * collie_datatype_size(c->dt);
   switch (c->coll) {
-    case COLLIE_COLL_BROADCAST: return comm->rank == c->root ? block : 0;
+    case COLLIE_COLL_BROADCAST:
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_ALLGATHER: return block;
     case COLLIE_COLL_REDUCE_SCATTER:
     case COLLIE_COLL_ALLTOALL: return block * (size_t)comm->nranks;
-    default: return 0; /* a barrier stages nothing (fills) */
+    default: return 0; /* a barrier: the tag alone */
   }
+}
+
+/* What this rank stages of them: all of them, but nothing at a broadcast's other ranks
+ * (fills). The reduce-scatter's and all-to-all's fill stages every block but the rank's
+ * own, whose place nobody reads, so the lane copies the buffer whole. */
+static size_t staged_bytes(const collie_comm_t *comm, const collie_fast_call_t *c) {
+  return c->coll == COLLIE_COLL_BROADCAST && comm->rank != c->root ? 0 : round_bytes(comm, c);
+}
+
+/* The lines of c's round (collie_native_prepare): the first holds COLLIE_SHM_INLINE_FIRST
+ * bytes, each further one COLLIE_SHM_INLINE_NEXT. */
+static unsigned lines_of(const collie_comm_t *comm, const collie_fast_call_t *c) {
+  const size_t b = round_bytes(comm, c);
+  return b <= COLLIE_SHM_INLINE_FIRST
+             ? 1
+             : 1 + (unsigned)((b - COLLIE_SHM_INLINE_FIRST + COLLIE_SHM_INLINE_NEXT - 1) / COLLIE_SHM_INLINE_NEXT);
+}
+
+/* This rank's inline bytes in one piece where they take several lines: what fill writes
+ * and advance's drain reads as its own (inline_bytes), and where the generic path finds
+ * them if the lane hands the call over. */
+static char *own_bytes(collie_comm_t *comm) {
+  return comm->shm->inl_bytes + (size_t)comm->rank * COLLIE_SHM_INLINE_BYTES;
+}
+
+/* Rank r's bytes of round g in one piece: its first line's when they fit there, this
+ * rank's own_bytes, or another's gathered from its lines (whole lines, as inline_bytes
+ * gathers them: inl_bytes has room). */
+static const char *bytes_of(collie_comm_t *comm, unsigned lines, int r, uint64_t g) {
+  collie_shm_area_t *a = shm_area_of(comm, r);
+  const unsigned i = inl_slot(comm, g);
+  if (lines == 1) return a->inl[i].data;
+  if (r == comm->rank) return own_bytes(comm);
+  char *buf = comm->shm->inl_bytes + (size_t)r * COLLIE_SHM_INLINE_BYTES;
+  memcpy(buf, a->inl[i].data, COLLIE_SHM_INLINE_FIRST);
+  memcpy(buf + COLLIE_SHM_INLINE_FIRST, a->inl_ext[i], (size_t)(lines - 1) * COLLIE_SHM_INLINE_NEXT);
+  return buf;
 }
 
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g) {
   collie_shm_state_t *st = comm->shm;
-  const uint64_t r = comm->native_rounds, back = st->inl_slots; /* reuse_distance of a round of one line */
+  const uint64_t r = comm->native_rounds, back = st->inl_slots; /* reuse_distance of an inline round, not wide */
   /* advance's conditions for staging round r, met at once: no comparison deferred (and
    * none that would hold the slot), and everyone has finished with this slot's previous
    * round (known when the last round waited for everyone's staging; after a broadcast,
@@ -44,7 +80,14 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
   collie_op_fingerprint(&call, comm->rank, &a->sig[i]);
   call_key(&call, a->inl[i].key);
   const size_t staged = staged_bytes(comm, c);
-  if (staged) memcpy(a->inl[i].data, c->sendbuf, staged);
+  const unsigned lines = lines_of(comm, c);
+  if (staged && lines == 1) memcpy(a->inl[i].data, c->sendbuf, staged);
+  if (staged && lines > 1) { /* fill's copy, then spread_inline's over the lines */
+    char *own = own_bytes(comm);
+    memcpy(own, c->sendbuf, staged);
+    memcpy(a->inl[i].data, own, COLLIE_SHM_INLINE_FIRST);
+    memcpy(a->inl_ext[i], own + COLLIE_SHM_INLINE_FIRST, (size_t)(lines - 1) * COLLIE_SHM_INLINE_NEXT);
+  }
   shm_store(comm, COLLIE_SHM_STAGED, r + 1);
   atomic_store_explicit(&a->inl[i].tag, r + 1, memory_order_release);
   shm_store(comm, COLLIE_SHM_READY, r + 1);
@@ -59,12 +102,16 @@ static bool meets(const collie_comm_t *comm, const collie_fast_call_t *c, int r)
 }
 
 int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g, uint64_t seq, int *late) {
-  const unsigned i = inl_slot(comm, g);
-  for (int r = 0; r < comm->nranks; r++)
-    if (meets(comm, c, r) && atomic_load_explicit(&shm_area_of(comm, r)->inl[i].tag, memory_order_acquire) < g + 1) {
+  const unsigned i = inl_slot(comm, g), lines = lines_of(comm, c);
+  for (int r = 0; r < comm->nranks; r++) {
+    if (!meets(comm, c, r)) continue;
+    /* the further lines at every look, ahead of the tag, as shm_progress asks for them */
+    for (unsigned l = 1; l < lines; l++) __builtin_prefetch(&shm_area_of(comm, r)->inl_ext[i][l - 1]);
+    if (atomic_load_explicit(&shm_area_of(comm, r)->inl[i].tag, memory_order_acquire) < g + 1) {
       *late = r;
       return 0;
     }
+  }
   const uint64_t *mine = shm_area_of(comm, comm->rank)->inl[i].key;
   for (int r = 0; r < comm->nranks; r++) {
     const uint64_t *theirs = shm_area_of(comm, r)->inl[i].key;
@@ -77,7 +124,7 @@ int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c,
 }
 
 void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
-  const unsigned i = inl_slot(comm, g);
+  const unsigned i = inl_slot(comm, g), lines = lines_of(comm, c);
   const int me = comm->rank, n = comm->nranks;
   const size_t block = c->count * collie_datatype_size(c->dt);
   const char *send = c->sendbuf;
@@ -85,32 +132,37 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
   const char *src[n];
   switch (c->coll) {
     case COLLIE_COLL_ALLREDUCE:
-      for (int r = 0; r < n; r++) src[r] = shm_area_of(comm, r)->inl[i].data;
+      for (int r = 0; r < n; r++) src[r] = bytes_of(comm, lines, r, g);
       /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
       shm_fold_with(collie_reduce_kernel(c->dt, c->redop), n, recv, src, 0, 0, c->count);
       break;
-    case COLLIE_COLL_ALLGATHER: /* block j from rank j's line, this rank's from its send buffer */
+    case COLLIE_COLL_ALLGATHER: /* block j from rank j's lines, this rank's from its send buffer */
       for (int j = 0; j < n; j++) {
-        const char *from = j == me ? send : shm_area_of(comm, j)->inl[i].data;
+        const char *from = j == me ? send : bytes_of(comm, lines, j, g);
         if (recv + (size_t)j * block != from) memcpy(recv + (size_t)j * block, from, block);
       }
       break;
-    case COLLIE_COLL_ALLTOALL: /* block j from rank j's line, at this rank's place */
+    case COLLIE_COLL_ALLTOALL: /* block j from rank j's lines, at this rank's place */
       for (int j = 0; j < n; j++) {
-        const char *from = j == me ? send + (size_t)me * block : shm_area_of(comm, j)->inl[i].data + (size_t)me * block;
+        const char *from = j == me ? send + (size_t)me * block : bytes_of(comm, lines, j, g) + (size_t)me * block;
         if (recv + (size_t)j * block != from) memcpy(recv + (size_t)j * block, from, block);
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: /* this rank's block of every rank's, its own from its send buffer */
       for (int r = 0; r < n; r++)
-        src[r] = r == me ? send + (size_t)me * block : shm_area_of(comm, r)->inl[i].data + (size_t)me * block;
+        src[r] = r == me ? send + (size_t)me * block : bytes_of(comm, lines, r, g) + (size_t)me * block;
       shm_fold_with(collie_reduce_kernel(c->dt, c->redop), n, recv, src, me, 0, c->count);
       break;
-    case COLLIE_COLL_BROADCAST: { /* the root's send buffer, or its line */
-      const char *from = me == c->root ? send : shm_area_of(comm, c->root)->inl[i].data;
-      if (recv != from) memcpy(recv, from, block);
+    case COLLIE_COLL_BROADCAST: /* the root's send buffer, or its lines straight into recv (copy_inline_out) */
+      if (me == c->root) {
+        if (recv != send) memcpy(recv, send, block);
+      } else if (lines == 1) {
+        memcpy(recv, shm_area_of(comm, c->root)->inl[i].data, block);
+      } else {
+        memcpy(recv, shm_area_of(comm, c->root)->inl[i].data, COLLIE_SHM_INLINE_FIRST);
+        memcpy(recv + COLLIE_SHM_INLINE_FIRST, shm_area_of(comm, c->root)->inl_ext[i], block - COLLIE_SHM_INLINE_FIRST);
+      }
       break;
-    }
     default: break; /* a barrier */
   }
   collie_shm_state_t *st = comm->shm;
