@@ -1,7 +1,8 @@
 /* The blocking small collectives' and the barrier's rounds without an operation (see
  * shm_native.h): the same stores, in the same order and to the same lines, as advance
- * makes for an inline round of up to COLLIE_SHM_INLINE_LINES_SMALL lines, so that a peer on the generic path cannot tell
- * the two apart; and the same copies and reductions as its fill and drain. */
+ * makes for an inline round of up to COLLIE_SHM_INLINE_LINES_SMALL lines, so that a peer
+ * on the generic path cannot tell the two apart; and the same copies and reductions as
+ * its fill and drain. */
 #include <string.h>
 
 #include "algo/native/shm_native.h"
@@ -173,7 +174,10 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
   collie_shm_notify_others(comm);
   /* A root that runs ahead asks for the lines of its next round now (claim_next_round). */
   const uint64_t next = g + 1, back = st->inl_slots;
-  if (c->coll == COLLIE_COLL_BROADCAST && me == c->root && (next < back || comm->native_done_seen >= next - back + 1))
-    shm_prefetch_write(comm, &shm_area_of(comm, me)->inl[inl_slot(comm, next)]);
+  if (c->coll == COLLIE_COLL_BROADCAST && me == c->root && (next < back || comm->native_done_seen >= next - back + 1)) {
+    collie_shm_area_t *a = shm_area_of(comm, me);
+    shm_prefetch_write(comm, &a->inl[inl_slot(comm, next)]);
+    for (unsigned l = 1; l < lines; l++) shm_prefetch_write(comm, &a->inl_ext[inl_slot(comm, next)][l - 1]);
+  }
   comm->progress_count++;
 }
