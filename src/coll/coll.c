@@ -6,11 +6,11 @@
 #include <string.h>
 
 #include "algo/native/shm_native.h"
+#include "coll/fast_lane.h"
 #include "coll/sched_cache.h"
 #include "core/error.h"
 #include "core/progress_others.h"
 #include "core/log.h"
-#include "transport/shm.h"
 #include "tune/tune.h"
 
 /* Bytes of this rank's receive buffer that the collective writes. */
@@ -238,12 +238,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   if (native) {
     collie_native_prepare(op, args);
     /* the memo is this call's now: whether its repeats may take the fast lane */
-    comm->native_memo.fast = ((args->coll == COLLIE_COLL_ALLREDUCE && op->nat_small) ||
-                              args->coll == COLLIE_COLL_BARRIER || args->coll == COLLIE_COLL_ALLGATHER ||
-                              args->coll == COLLIE_COLL_REDUCE_SCATTER || args->coll == COLLIE_COLL_ALLTOALL ||
-                              args->coll == COLLIE_COLL_BROADCAST) &&
-                             op->nat_inline && op->nat_inl_lines <= COLLIE_SHM_INLINE_LINES_SMALL && op->nat_nrounds == 1 &&
-                             !op->nat_may_direct;
+    comm->native_memo.fast = collie_fast_lane_serves(op);
   }
   op->temp = call->temp;
   op->counts_hash = counts_hash(args);

@@ -9,10 +9,9 @@
  * repeats the last shared-memory call (the memo says that call was an inline all-reduce of
  * up to 8 lines, not wide), with nothing else pending, the fast lane stages the round
  * itself, polls the peers' lines for a while, and returns: no operation, no request, one
- * lock. A barrier is
- * the same round without data; an all-gather, reduce-scatter or all-to-all the same round
- * with other copies (2 cores, 4 B a rank, float32, us a call, out of place, the
- * commit before against the lane: 2 ranks all-gather 0.56 against 0.26, all-to-all 0.33
+ * lock. A barrier is the same round without data; an all-gather, reduce-scatter or
+ * all-to-all the same round with other copies (2 cores, 4 B a rank, float32, us a call,
+ * out of place, the commit before against the lane: 2 ranks all-gather 0.56 against 0.26, all-to-all 0.33
  * against 0.24, reduce-scatter 0.35 against 0.25, Open MPI's all-gather and all-to-all
  * 0.27 to 0.39 in the runs beside them; 4 ranks 1.95 / 2.63 / 2.22 against 1.51 / 1.47 /
  * 1.53; 8 ranks, three alternating runs, 5.9 to 7.7 against 4.4 to 4.9). A broadcast's
@@ -79,6 +78,22 @@ static int wait_arrival(collie_comm_t *comm, const collie_fast_call_t *c, uint64
     arrived = collie_native_fast_arrived(comm, c, g, seq, &late);
   }
   return arrived;
+}
+
+bool collie_fast_lane_serves(const collie_op_t *op) {
+  switch (op->coll) {
+    case COLLIE_COLL_ALLREDUCE:
+      if (!op->nat_small) return false;
+      break;
+    case COLLIE_COLL_ALLGATHER:
+    case COLLIE_COLL_REDUCE_SCATTER:
+    case COLLIE_COLL_ALLTOALL:
+    case COLLIE_COLL_BROADCAST:
+    case COLLIE_COLL_BARRIER: break;
+    default: return false; /* a reduce's other ranks compare later (verify_deferred); the v-variants */
+  }
+  return op->nat_inline && op->nat_inl_lines <= COLLIE_SHM_INLINE_LINES_SMALL && op->nat_nrounds == 1 &&
+         !op->nat_may_direct;
 }
 
 /* Whether c is in place, as collie_iallreduce and the others (api.c) say. */
@@ -230,6 +245,7 @@ bool collie_fast_broadcast(const void *sendbuf, void *recvbuf, size_t count, col
 
 bool collie_fast_barrier(collie_comm_t *comm, collie_result_t *res) {
   if (!live(comm)) return false;
-  const collie_fast_call_t c = {COLLIE_COLL_BARRIER, NULL, NULL, 0, 0, COLLIE_UINT8, COLLIE_SUM, -1}; /* collie_ibarrier's */
+  /* collie_ibarrier's call */
+  const collie_fast_call_t c = {COLLIE_COLL_BARRIER, NULL, NULL, 0, 0, COLLIE_UINT8, COLLIE_SUM, -1};
   return lane(comm, &c, res);
 }

@@ -8,6 +8,14 @@
 
 #include "collie.h"
 
+struct collie_op;
+
+/* Whether the repeats of op, a shared-memory collective just prepared, may take the fast
+ * lane (the memo keeps the answer, coll/coll.c): an all-reduce small enough to fold every
+ * vector, an all-gather, reduce-scatter, all-to-all or broadcast, or a barrier, in one
+ * inline round of up to 8 lines (not wide), not read in place by the peers. */
+bool collie_fast_lane_serves(const struct collie_op *op);
+
 /* Runs collie_allreduce's call through the fast lane where it can: true, with its result in
  * *res; false, having changed nothing, where the generic path must run it. */
 bool collie_fast_allreduce(const void *sendbuf, void *recvbuf, size_t count, collie_datatype_t dt,

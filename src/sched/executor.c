@@ -539,7 +539,9 @@ const collie_xfer_t *collie_op_waited_xfer(const collie_comm_t *comm, const coll
 
 bool collie_comm_pending(const collie_comm_t *comm) { return comm->ops || collie_native_deferred(comm); }
 
-void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) { collie_describe_wait_avoiding(comm, -1, buf, len); }
+void collie_describe_wait(collie_comm_t *comm, char *buf, size_t len) {
+  collie_describe_wait_avoiding(comm, -1, buf, len);
+}
 
 void collie_describe_wait_avoiding(collie_comm_t *comm, int avoid, char *buf, size_t len) {
   char pd[160], what[96];

@@ -218,8 +218,8 @@ static bool all_wait(const formula_t *f, double n) {
  * faster, a message of COLLIE_CMA_MIN or more copies once, by CMA, against the area's two
  * copies, and the discount stops there (Intel VM, 2 ranks, out of place, us, shm against
  * rd, two sweeps of -n 200: 128 KiB 8.6 and 9.1 against 6.5 and 5.7, 256 KiB 15.7 and 15.2
- * against 10.8 and 9.6, Open MPI 7.9 and 14.2; 64 KiB 4.3 against 5.1 and 4.5). The all-to-all keeps
- * it up to 512 KiB in all (its staged path copies its own block while the others stage,
+ * against 10.8 and 9.6, Open MPI 7.9 and 14.2; 64 KiB 4.3 against 5.1 and 4.5). The
+ * all-to-all keeps it up to 512 KiB in all (its staged path copies its own block while the others stage,
  * shm_native.c): 2 ranks, out of place, busbw shm / pairwise, medians of 6 alternating
  * runs of -n 200: 32 KiB 1.33, 64 KiB 1.17, 128 KiB 1.00, 256 KiB 1.09, 512 KiB 0.97,
  * 1 MiB 0.93; in place shm 1.2 to 1.6 times pairwise at each size (pairwise first copies

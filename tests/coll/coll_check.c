@@ -1468,9 +1468,10 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
     if ((long)i == opt.kill_at && world_rank == opt.kill_rank && k == strike) fuzz_victim_strikes(x, (long)i);
     case_t c;
     if (barriers) case_init(x, &c, K_BARRIER, dt, op, 0, -1, 0);
-    else
-      case_init(x, &c, kind, dt, op, count, kind == K_BROADCAST ? (int)(fuzz_draw(i, 62 + (uint64_t)k) % (uint64_t)x->n) : -1,
-                fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
+    else {
+      const int root = kind == K_BROADCAST ? (int)(fuzz_draw(i, 62 + (uint64_t)k) % (uint64_t)x->n) : -1;
+      case_init(x, &c, kind, dt, op, count, root, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
+    }
     case_setup(x, &c);
     collie_result_t r = case_post(x, &c, NULL);
     if (r) api_failed(x, &c, barriers ? "a repeated barrier" : "a repeated blocking collective", r);

@@ -179,7 +179,8 @@ static void test_choice(void) {
   collie_tune_table_t t;
   fake_table(&t);
   collie_algo_rules_t none = {0};
-  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0, false, 1, 3, false}; /* no shared area: schedules only */
+  /* no shared area: schedules only */
+  collie_tune_ctx_t ctx = {&t, COLLIE_LINK_SHM, 3, 1.0, 64 << 10, 0, false, 1, 3, false};
   /* Ring wins at large sizes, recursive doubling or mesh at small ones. */
   for (int p = 3; p <= 7; p += 2) {
     ctx.nranks = p;
