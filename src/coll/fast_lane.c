@@ -7,7 +7,7 @@
  * from seeing the peers' data to publishing the next call's, four fifths of each call
  * (2 ranks on 2 cores, 8 B, cycles between those two points counted with rdtsc). When it
  * repeats the last shared-memory call (the memo says that call was an inline all-reduce of
- * up to 8 lines, not wide), with nothing else pending, the fast lane stages the round
+ * one round), with nothing else pending, the fast lane stages the round
  * itself, polls the peers' lines for a while, and returns: no operation, no request, one
  * lock. A barrier is the same round without data; an all-gather, reduce-scatter or
  * all-to-all the same round with other copies (2 cores, 4 B a rank, float32, us a call,
@@ -24,7 +24,9 @@
  * spread and gather their bytes as fill and drain do (2 ranks, 64 to 256 B, us, 406fe51
  * against the lane: all-reduce 0.58 to 0.74 against 0.36 to 0.45, broadcast 0.45 to 0.53
  * against 0.19 to 0.25, all-gather 0.50 to 0.61 against 0.26 to 0.39; Open MPI 0.52 to
- * 0.67, 0.20 to 0.29, 0.39 to 0.48).
+ * 0.67, 0.20 to 0.29, 0.39 to 0.48). Wide rounds too, of 9 to 65 lines (a broadcast's up
+ * to 4 KiB, an all-gather's up to 2 KiB a rank: shm_native.c, inline_lines_max, has the
+ * figures; 2 ranks, 2 KiB broadcast 0.84 to 0.94 us staged, 0.32 to 0.43 in the lane).
  *
  * Whatever the lane cannot finish within a short wait becomes the operation the generic
  * path would have posted, in the state it would have reached (collie_op_adopt), and the
@@ -92,8 +94,7 @@ bool collie_fast_lane_serves(const collie_op_t *op) {
     case COLLIE_COLL_BARRIER: break;
     default: return false; /* a reduce's other ranks compare later (verify_deferred); the v-variants */
   }
-  return op->nat_inline && op->nat_inl_lines <= COLLIE_SHM_INLINE_LINES_SMALL && op->nat_nrounds == 1 &&
-         !op->nat_may_direct;
+  return op->nat_inline && op->nat_nrounds == 1 && !op->nat_may_direct;
 }
 
 /* Whether c is in place, as collie_iallreduce and the others (api.c) say. */
@@ -185,9 +186,9 @@ static bool apart_or(const void *sendbuf, size_t sbytes, const void *recvbuf, si
 }
 
 /* The arguments every lane call needs; the lane's rounds hold at most
- * COLLIE_SHM_INLINE_SMALL_BYTES, hence elements, so no product below overflows. */
+ * COLLIE_SHM_INLINE_BYTES, hence elements, so no product below overflows. */
 static bool plain(const void *sendbuf, const void *recvbuf, size_t count, collie_datatype_t dt, collie_comm_t *comm) {
-  return live(comm) && count && count <= COLLIE_SHM_INLINE_SMALL_BYTES && sendbuf && recvbuf &&
+  return live(comm) && count && count <= COLLIE_SHM_INLINE_BYTES && sendbuf && recvbuf &&
          (unsigned)dt < COLLIE_NUM_DATATYPES;
 }
 

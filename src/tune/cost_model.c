@@ -191,8 +191,8 @@ static bool all_wait(const formula_t *f, double n) {
   /* ... except a broadcast small enough for the inline lines: its root runs up to 32
    * rounds (128 with more ranks than CPUs) ahead of the receivers (transport/shm.h). AMD
    * VM, 2 cores, 8 B, medians of 3 to 5: 4 ranks 0.31 us against binomial's 0.8, 8 ranks
-   * 1.23 against 2.34 (with 32 slots); 4 KiB (where ranks outnumber CPUs, the only case that
-   * asks, a broadcast's inline lines take COLLIE_SHM_INLINE_BYTES) 4 ranks 0.58 to 0.64
+   * 1.23 against 2.34 (with 32 slots); 4 KiB (a broadcast's inline lines take
+   * COLLIE_SHM_INLINE_BYTES) 4 ranks 0.58 to 0.64
    * against 1.04 to 1.62, 8 ranks 1.00 to 1.05 against 2.26 to 2.37. So does a reduce's
    * every other rank in inline rounds (shm_native.c: defers_check): 8 B, 4 ranks 0.28 us
    * against binomial's 1.00 (1.8 while they waited for the root), 8 ranks 0.61 against 2.15. */

@@ -64,8 +64,8 @@
  * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
  * rank, or none) while others are in flight, runs a case on the new one and destroys it.
  * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces, all-gathers,
- * reduce-scatters, all-to-alls or broadcasts of one call of at most 40 or 488 bytes staged
- * per rank, or of barriers (their repeats take the fast lane, src/coll/fast_lane.c, where
+ * reduce-scatters, all-to-alls or broadcasts of one call of at most 40, 488 or 4136 bytes
+ * staged per rank, or of barriers (their repeats take the fast lane, src/coll/fast_lane.c, where
  * nothing else is in flight on that communicator); a victim (below) strikes inside such a
  * run.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
@@ -1440,8 +1440,8 @@ static bool fuzz_is_run(uint64_t i) {
 
 /* Operation i as a run of 2 to 40 blocking all-reduces, all-gathers, reduce-scatters,
  * all-to-alls or broadcasts (from a root drawn per call) of one call (what a rank stages,
- * its vector or block, or all its blocks, up to 40 or 488 bytes by turns where the rank
- * count allows: one inline line or up to 8; any datatype, sum, prod, max or min: AVG
+ * its vector or block, or all its blocks, up to 40, 488 or 4136 bytes by turns where the
+ * rank count allows: one inline line, up to 8, or up to 65 (a wide slot's); any datatype, sum, prod, max or min: AVG
  * never takes the fast lane) on one communicator, in place or not by turns, each
  * verified, or (one run in 4) of barriers; a victim of operation i strikes inside it,
  * where the others are in their fast lanes. Fills *ci and `later` (the last call). False
@@ -1455,8 +1455,10 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
   const int kind = kinds[fuzz_draw(i, 61) % 5];
   /* reduce-scatter and all-to-all stage a block for every rank */
   const size_t blocks = kind == K_REDUCE_SCATTER || kind == K_ALLTOALL ? (size_t)x->n : 1;
-  /* one inline line (40 bytes) or up to 8 (488 bytes: transport/shm.h), by turns */
-  const size_t esz = collie_datatype_size(dt), most = (fuzz_draw(i, 59) % 2 ? 40 : 488) / esz / blocks;
+  /* one inline line (40 bytes), up to 8 (488 bytes) or up to 65 (4136, a broadcast's most,
+   * an all-gather's 2088: transport/shm.h), by turns */
+  static const size_t limits[] = {40, 488, 4136};
+  const size_t esz = collie_datatype_size(dt), most = limits[fuzz_draw(i, 59) % 3] / esz / blocks;
   const size_t count = 1 + (size_t)(fuzz_draw(i, 4) % (most ? most : 1));
   const int runs = 2 + (int)(fuzz_draw(i, 16) % 39), strike = (int)(fuzz_draw(i, 17) % (uint64_t)runs);
   const bool barriers = fuzz_draw(i, 60) % 4 == 0;

@@ -1,14 +1,15 @@
-/* The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all and
- * the barrier (src/coll/fast_lane.c) among what can meet it. A repeated call of one inline
- * line, or a repeated barrier, skips the generic path; whatever the
+/* The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all,
+ * broadcast and the barrier (src/coll/fast_lane.c) among what can meet it. A repeated call
+ * of one inline round, or a repeated barrier, skips the generic path; whatever the
  * lane cannot finish at once (a late peer, a call that differs, something else pending or
  * deferred) must become the generic path's operation without a trace in the results.
  *
  *   fast_lane_check run ITERATIONS SEED
  *       one seeded random sequence on every rank: runs of repeated all-reduces,
- *       all-gathers, reduce-scatters, all-to-alls or broadcasts (1 to 5 or 6 to 60
- *       elements a rank of int32, int64, float32 or float64: rounds of one line, of up
- *       to 8, or staged; sum, max, min or prod; in place or not), broken by late ranks
+ *       all-gathers, reduce-scatters, all-to-alls or broadcasts (1 to 5, 6 to 60 or 61 to
+ *       600 elements a rank of int32, int64, float32 or float64: rounds of one line, of
+ *       up to 8, of up to 65 in a wide slot, or staged; sum, max, min or prod; in place or
+ *       not), broken by late ranks
  *       (one sleeps 1 to 3 ms before its call), a nonblocking
  *       all-reduce pending under a blocking one, small broadcasts and reduces (after which
  *       the lane must wait for what they leave: a root's readers, a reduce's deferred
@@ -36,6 +37,10 @@
 #include <unistd.h>
 
 #include "collie.h"
+
+/* The most elements a rank's call has (8 bytes: 4800, beyond a wide slot's 4136), and
+ * the most ranks the tests run. */
+enum { MAX_COUNT = 600, MAX_RANKS = 8 };
 
 static uint64_t next(uint64_t *s) { /* xorshift64* */
   *s ^= *s >> 12;
@@ -105,7 +110,7 @@ static int bad(const ctx_t *c, uint64_t it, const char *what, collie_result_t r)
 
 /* One all-reduce of call `it` (blocking, or pending under another when `under`), checked. */
 static int allreduce(const ctx_t *c, uint64_t it, bool in_place, bool under) {
-  char in[512], out[512], in2[512], out2[512]; /* up to 60 elements of 8 bytes */
+  char in[MAX_COUNT * 8], out[MAX_COUNT * 8], in2[MAX_COUNT * 8], out2[MAX_COUNT * 8];
   for (int j = 0; j < c->count; j++) {
     put(in, c->dt, j, value(it, c->rank, j));
     put(out, c->dt, j, -7);
@@ -134,7 +139,7 @@ static int64_t block_value(uint64_t it, int from, int to, int j) { return value(
  * root with one buffer. The broadcast's root changes from call to call; its other ranks
  * pass no send buffer every other call. */
 static int blocks(const ctx_t *c, uint64_t it, bool in_place) {
-  int64_t sbuf[512], rbuf[512]; /* up to 8 ranks of 60 elements of 8 bytes */
+  static int64_t sbuf[MAX_RANKS * MAX_COUNT], rbuf[MAX_RANKS * MAX_COUNT];
   char *in = (char *)sbuf, *out = (char *)rbuf;
   const int n = c->n, me = c->rank, k = c->count;
   const size_t esz = c->dt == COLLIE_INT32 || c->dt == COLLIE_FLOAT32 ? 4 : 8;
@@ -186,8 +191,12 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
     const uint64_t k = next(&s) % 100;
     if (k < 3) { /* a new call, size, type or op: the generic path first, then the lane again */
       c->kind = (int)(next(&s) % KINDS);
-      /* one line (up to 40 bytes staged), or up to 8 (488 bytes), or staged beyond */
-      c->count = next(&s) % 2 ? 1 + (int)(next(&s) % 5) : 6 + (int)(next(&s) % 55);
+      /* one line (up to 40 bytes staged), up to 8 (488 bytes), up to 65 (a wide slot's 4136
+       * bytes: broadcast, and all-gather up to 2088), or staged beyond */
+      const uint64_t size = next(&s) % 3;
+      c->count = size == 0   ? 1 + (int)(next(&s) % 5)
+                 : size == 1 ? 6 + (int)(next(&s) % 55)
+                             : 61 + (int)(next(&s) % (MAX_COUNT - 60));
       c->dt = types[next(&s) % 4];
       c->op = ops[next(&s) % 4];
     } else if (k < 8) { /* a late rank: the others' lanes hand over to the generic wait */
@@ -282,6 +291,11 @@ int main(int argc, char **argv) {
   }
   collie_comm_rank(c.comm, &c.rank);
   collie_comm_size(c.comm, &c.n);
+  if (c.n > MAX_RANKS) {
+    fprintf(stderr, "fast_lane_check: at most %d ranks, not %d\n", MAX_RANKS, c.n);
+    collie_comm_destroy(c.comm);
+    return 2;
+  }
   int rc;
   if (!strcmp(argv[1], "run")) rc = run(&c, strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10));
   else if (!strcmp(argv[1], "mismatch")) rc = misfit(&c, argv[2]);

@@ -11,14 +11,15 @@
  * a staged broadcast cuts the staging area into slots of its own, while the allreduce
  * fills each of its two halves, so a root running ahead switches between the layouts
  * with readers still in the other); bursts of up to 80 one-round broadcasts of 436 B to
- * 8 KiB (a root that waits for nobody: inline up to 1 KiB, or 4 KiB where the ranks
- * outnumber the CPUs, in the inline slots' further lines; staged beyond, in the slot
- * layout); and broadcasts of 64 to
+ * 8 KiB (a root that waits for nobody: inline up to 4 KiB, in the wide slots' further
+ * lines; staged beyond, in the slot layout), half of them of one size per burst, which
+ * the fast lane repeats; and broadcasts of 64 to
  * 256 KiB, from a buffer of collie_mem_alloc, which the others may read in place, or of
  * malloc, which they may not, with a small broadcast between: a root that publishes where
  * its buffer is must not overwrite what a slower rank still reads for an earlier call.
  * Ranks sleep at random moments so that some fall behind, and every 500 iterations all
- * but one sleep 3 ms while that one broadcasts 300 times. Every result is checked.
+ * but one sleep 3 ms while that one broadcasts 300 times (every other time 2800 bytes
+ * each, in the lane). Every result is checked.
  *   runahead_check [iterations] [seed]      (launched by collie-run) */
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +81,7 @@ int main(int argc, char **argv) {
   if (!in || !out || collie_mem_alloc((void **)&reg, sizeof(int32_t) * MEDIUM_MAX) != COLLIE_SUCCESS) return 1;
   uint64_t shared = seed | 1, own = (seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(me + 1))) | 1;
   int bad = 0, kind = 0, root = 0, burst = 0;
+  size_t wide = 0; /* a burst's one-round broadcasts repeat this size half the time */
   for (int it = 0; it < iters && !bad; it++) {
     /* A rank falls behind now and then; the others run on as far as the protocol lets them. */
     if (next(&own) % 8 == 0) usleep((useconds_t)(next(&own) % 300));
@@ -88,7 +90,11 @@ int main(int argc, char **argv) {
     if (it % 500 == 250) {
       const int far_root = it / 500 % n;
       if (me != far_root) usleep(3000);
-      for (int b = 0; b < 300 && !bad; b++) bad = bcast(comm, out, 1 + (size_t)b % MAX_SMALL, far_root, me, it, b % 4);
+      /* every other time one wide size, which the fast lane repeats (src/coll/fast_lane.c):
+       * 2800 B, 45 lines in a wide slot; each call's data differ from the call 32 before */
+      const size_t far_wide = it / 500 % 2 ? 700 : 0;
+      for (int b = 0; b < 300 && !bad; b++)
+        bad = bcast(comm, out, far_wide ? far_wide : 1 + (size_t)b % MAX_SMALL, far_root, me, it, b);
     }
     /* Bursts of one kind and root: a root broadcasting many times in a row is what runs
      * ahead; a burst may outlast 32 inline slots. */
@@ -97,12 +103,14 @@ int main(int argc, char **argv) {
       root = (int)(next(&shared) % (uint64_t)n);
       const uint64_t longest = kind < 6 || kind == 11 ? 80 : kind == 10 ? 20 : kind >= 8 ? 6 : 1;
       burst = (int)(next(&shared) % longest);
+      wide = MAX_SMALL + 1 + next(&shared) % (2048 - MAX_SMALL);
     }
     size_t count = 1 + next(&shared) % MAX_SMALL;
     if (kind == 8 || kind == 9) /* staged, several rounds */
       count = MAX_LARGE / 8 + next(&shared) % (MAX_LARGE - MAX_LARGE / 8);
     if (kind == 10) count = 2 * MEDIUM_MIN + next(&shared) % (MEDIUM_MAX - 2 * MEDIUM_MIN + 1);
-    if (kind == 11) count = MAX_SMALL + 1 + next(&shared) % (2048 - MAX_SMALL); /* one round, inline or staged */
+    if (kind == 11) /* one round, inline or staged: a size of its own, or the burst's, which the lane repeats */
+      count = next(&shared) % 2 ? wide : MAX_SMALL + 1 + next(&shared) % (2048 - MAX_SMALL);
     if (kind < 4 || kind == 8 || kind == 11) { /* broadcast */
       bad = bcast(comm, out, count, root, me, it, 0);
     } else if (kind == 10) { /* medium broadcasts: from malloc, then a smaller one from collie_mem_alloc */

@@ -1,6 +1,6 @@
 /* The blocking small collectives' and the barrier's rounds without an operation (see
  * shm_native.h): the same stores, in the same order and to the same lines, as advance
- * makes for an inline round of up to COLLIE_SHM_INLINE_LINES_SMALL lines, so that a peer
+ * makes for an inline round (its further lines in a wide slot beyond 8), so that a peer
  * on the generic path cannot tell the two apart; and the same copies and reductions as
  * its fill and drain. */
 #include <string.h>
@@ -57,13 +57,15 @@ static const char *bytes_of(collie_comm_t *comm, unsigned lines, int r, uint64_t
   if (r == comm->rank) return own_bytes(comm);
   char *buf = comm->shm->inl_bytes + (size_t)r * COLLIE_SHM_INLINE_BYTES;
   memcpy(buf, a->inl[i].data, COLLIE_SHM_INLINE_FIRST);
-  memcpy(buf + COLLIE_SHM_INLINE_FIRST, a->inl_ext[i], (size_t)(lines - 1) * COLLIE_SHM_INLINE_NEXT);
+  memcpy(buf + COLLIE_SHM_INLINE_FIRST, inl_ext_of(comm, lines, r, g), (size_t)(lines - 1) * COLLIE_SHM_INLINE_NEXT);
   return buf;
 }
 
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g) {
   collie_shm_state_t *st = comm->shm;
-  const uint64_t r = comm->native_rounds, back = st->inl_slots; /* reuse_distance of an inline round, not wide */
+  const unsigned lines = lines_of(comm, c);
+  const uint64_t r = comm->native_rounds;
+  const uint64_t back = lines_wide(lines) ? COLLIE_SHM_WIDE_SLOTS : st->inl_slots; /* reuse_distance's */
   /* advance's conditions for staging round r, met at once: no comparison deferred (and
    * none that would hold the slot), and everyone has finished with this slot's previous
    * round (known when the last round waited for everyone's staging; after a broadcast,
@@ -81,13 +83,13 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
   collie_op_fingerprint(&call, comm->rank, &a->sig[i]);
   call_key(&call, a->inl[i].key);
   const size_t staged = staged_bytes(comm, c);
-  const unsigned lines = lines_of(comm, c);
   if (staged && lines == 1) memcpy(a->inl[i].data, c->sendbuf, staged);
   if (staged && lines > 1) { /* fill's copy, then spread_inline's over the lines */
     char *own = own_bytes(comm);
     memcpy(own, c->sendbuf, staged);
     memcpy(a->inl[i].data, own, COLLIE_SHM_INLINE_FIRST);
-    memcpy(a->inl_ext[i], own + COLLIE_SHM_INLINE_FIRST, (size_t)(lines - 1) * COLLIE_SHM_INLINE_NEXT);
+    memcpy(inl_ext_of(comm, lines, comm->rank, r), own + COLLIE_SHM_INLINE_FIRST,
+           (size_t)(lines - 1) * COLLIE_SHM_INLINE_NEXT);
   }
   shm_store(comm, COLLIE_SHM_STAGED, r + 1);
   atomic_store_explicit(&a->inl[i].tag, r + 1, memory_order_release);
@@ -104,14 +106,20 @@ static bool meets(const collie_comm_t *comm, const collie_fast_call_t *c, int r)
 
 int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g, uint64_t seq, int *late) {
   const unsigned i = inl_slot(comm, g), lines = lines_of(comm, c);
+  const bool wide = lines_wide(lines);
   for (int r = 0; r < comm->nranks; r++) {
     if (!meets(comm, c, r)) continue;
-    /* the further lines at every look, ahead of the tag, as shm_progress asks for them */
-    for (unsigned l = 1; l < lines; l++) __builtin_prefetch(&shm_area_of(comm, r)->inl_ext[i][l - 1]);
+    /* the further lines as shm_progress asks for them: at every look, ahead of the tag; a
+     * wide round's once the tag is there */
+    const collie_shm_inline_ext_t *ext = inl_ext_of(comm, lines, r, g);
+    if (!wide)
+      for (unsigned l = 1; l < lines; l++) __builtin_prefetch(&ext[l - 1]);
     if (atomic_load_explicit(&shm_area_of(comm, r)->inl[i].tag, memory_order_acquire) < g + 1) {
       *late = r;
       return 0;
     }
+    if (wide)
+      for (unsigned l = 1; l < lines; l++) __builtin_prefetch(&ext[l - 1]);
   }
   const uint64_t *mine = shm_area_of(comm, comm->rank)->inl[i].key;
   for (int r = 0; r < comm->nranks; r++) {
@@ -161,7 +169,7 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
         memcpy(recv, shm_area_of(comm, c->root)->inl[i].data, block);
       } else {
         memcpy(recv, shm_area_of(comm, c->root)->inl[i].data, COLLIE_SHM_INLINE_FIRST);
-        memcpy(recv + COLLIE_SHM_INLINE_FIRST, shm_area_of(comm, c->root)->inl_ext[i], block - COLLIE_SHM_INLINE_FIRST);
+        memcpy(recv + COLLIE_SHM_INLINE_FIRST, inl_ext_of(comm, lines, c->root, g), block - COLLIE_SHM_INLINE_FIRST);
       }
       break;
     default: break; /* a barrier */
@@ -172,9 +180,11 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
   /* whether this round waited for everyone's staging (drain_waits_all) */
   comm->native_prev_all = c->coll != COLLIE_COLL_BROADCAST;
   collie_shm_notify_others(comm);
-  /* A root that runs ahead asks for the lines of its next round now (claim_next_round). */
+  /* A root that runs ahead asks for the lines of its next round now (claim_next_round:
+   * not a wide round's). */
   const uint64_t next = g + 1, back = st->inl_slots;
-  if (c->coll == COLLIE_COLL_BROADCAST && me == c->root && (next < back || comm->native_done_seen >= next - back + 1)) {
+  if (c->coll == COLLIE_COLL_BROADCAST && me == c->root && !lines_wide(lines) &&
+      (next < back || comm->native_done_seen >= next - back + 1)) {
     collie_shm_area_t *a = shm_area_of(comm, me);
     shm_prefetch_write(comm, &a->inl[inl_slot(comm, next)]);
     for (unsigned l = 1; l < lines; l++) shm_prefetch_write(comm, &a->inl_ext[inl_slot(comm, next)][l - 1]);

@@ -74,30 +74,37 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * (8 ranks, 480 B all-to-all: 7.9 us inline against 6.4 staged); a broadcast's root runs
  * up to 128 rounds ahead in inline rounds and 2 in staged ones, which keeps it off its
  * CPU's queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged). The small
- * reductions fold every line and keep all 8 everywhere. A broadcast goes further, to 1 KiB
- * (17 lines) with a CPU per rank and 4 KiB (65, in a wide slot: transport/shm.h) with more
- * ranks than CPUs: its readers wait for the root alone, and in inline rounds the root runs
- * up to 32 rounds ahead instead of the area's 8 slots (and with more ranks than CPUs keeps
- * its core that long). 2 cores, us, staged (or the binomial tree, the cost model's choice
- * there with more ranks than CPUs) against inline, 4 alternating pairs of -n 10000, the
- * CPUs 0.05 to 0.35 us apart (line_probe): 2 ranks, 1 KiB 0.19 to 0.64 against 0.13 to
- * 0.33; 4 ranks, 512 B 0.81 to 1.14 against 0.35 to 0.71, 4 KiB 1.05 to 1.71 against 0.70
- * to 1.19; 8 ranks, 4 KiB 2.36 to 3.55 against 1.19 to 1.83 (docs/algorithms.md has the
- * table). With a CPU per rank 2 KiB (33 lines) still lost where the CPUs were 0.33 us
- * apart: 0.54 to 0.57 staged against 0.60 to 0.68 inline (3 pairs; alike where they were
- * 0.06 apart). Every rank must choose alike: hence the host's count of CPUs. */
-enum { BCAST_LINES_UNCROWDED = 17 };
+ * reductions fold every line and keep all 8 everywhere. A broadcast goes further, to 4 KiB
+ * (65 lines, in a wide slot: transport/shm.h): its readers wait for the root alone, and in
+ * inline rounds the root runs up to 32 rounds ahead instead of the area's 8 slots (and
+ * with more ranks than CPUs keeps its core that long). 2 cores, us, staged (or the
+ * binomial tree, the cost model's choice there with more ranks than CPUs) against inline,
+ * 4 alternating pairs of -n 10000, the CPUs 0.05 to 0.35 us apart (line_probe): 2 ranks, 1
+ * KiB 0.19 to 0.64 against 0.13 to 0.33; 4 ranks, 512 B 0.81 to 1.14 against 0.35 to 0.71,
+ * 4 KiB 1.05 to 1.71 against 0.70 to 1.19; 8 ranks, 4 KiB 2.36 to 3.55 against 1.19 to
+ * 1.83 (docs/algorithms.md has the table). With a CPU per rank, 2 KiB (33 lines) lost at
+ * first where the CPUs were 0.33 us apart (0.54 to 0.57 staged against 0.60 to 0.68
+ * inline), and the limit was 17 lines there; since the fast lane takes wide rounds
+ * (coll/fast_lane.c) it wins (2 ranks, 3 alternating runs of -n 20000: 2 KiB staged 0.84
+ * to 0.94, inline 0.50 to 0.69 on the generic path and 0.32 to 0.43 in the lane; 4 KiB
+ * 0.77 to 0.86 staged, 0.51 to 0.56 in the lane). With a CPU per rank the all-gather
+ * goes to 33 lines (2 KiB a rank) too: 2 ranks, same runs, staged against the lane, by
+ * all-gather size, 1 KiB 0.67 to 0.83 against 0.45 to 0.50, 2 KiB 0.73 to 0.79 against
+ * 0.56 to 0.60, 4 KiB 1.03 to 1.11 against 0.84 to 0.90; at 8 KiB (65 lines) 1.29 to 1.42
+ * against 1.33 to 1.35, nothing gained. The all-to-all and the reduce-scatter keep 8: a
+ * rank reads one block of each peer's round, and a wide round's reader fetched all of it
+ * (2 ranks, 4 KiB all-to-all, 65 lines: 1.32 against 0.97 to 1.08 staged; 1 to 2 KiB
+ * alike either way). Every rank must choose alike: hence the host's count of CPUs. */
+enum { ALLGATHER_LINES_UNCROWDED = 33 };
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
   const collie_proto_t proto = collie_tune_proto(comm); /* COLLIE_PROTO, the same on every rank (settings.c) */
   if (proto == COLLIE_PROTO_SIMPLE) return 0;
+  const bool crowded = comm->shm->crowded && proto != COLLIE_PROTO_LL;
   switch (coll) {
-    case COLLIE_COLL_BROADCAST: return proto == COLLIE_PROTO_LL || comm->shm->crowded ? 1 + COLLIE_SHM_WIDE_EXT
-                                                                                      : BCAST_LINES_UNCROWDED;
-    case COLLIE_COLL_ALLGATHER:
+    case COLLIE_COLL_BROADCAST: return 1 + COLLIE_SHM_WIDE_EXT;
+    case COLLIE_COLL_ALLGATHER: return crowded ? 4 : ALLGATHER_LINES_UNCROWDED;
     case COLLIE_COLL_ALLTOALL:
-    case COLLIE_COLL_REDUCE_SCATTER:
-      if (comm->shm->crowded && proto != COLLIE_PROTO_LL) return 4;
-      /* fall through */
+    case COLLIE_COLL_REDUCE_SCATTER: return crowded ? 4 : COLLIE_SHM_INLINE_LINES_SMALL;
     default: return COLLIE_SHM_INLINE_LINES_SMALL;
   }
 }

@@ -19,13 +19,19 @@ static inline unsigned inl_slot(const collie_comm_t *comm, uint64_t g) {
   return (unsigned)(g & (comm->shm->inl_slots - 1));
 }
 
-/* Whether op's inline rounds take a wide slot for their further lines (transport/shm.h). */
-static inline bool inl_wide(const collie_op_t *op) { return op->nat_inl_lines > COLLIE_SHM_INLINE_LINES_SMALL; }
+/* Whether inline rounds of this many lines take a wide slot for their further lines
+ * (transport/shm.h); inl_wide: op's. */
+static inline bool lines_wide(unsigned lines) { return lines > COLLIE_SHM_INLINE_LINES_SMALL; }
+static inline bool inl_wide(const collie_op_t *op) { return lines_wide(op->nat_inl_lines); }
 
-/* The further lines of round g of op in rank r's area: its slot's, or its wide slot's. */
-static inline collie_shm_inline_ext_t *inl_ext(collie_comm_t *comm, const collie_op_t *op, int r, uint64_t g) {
+/* The further lines of round g, of that many lines, in rank r's area: its slot's, or its
+ * wide slot's; inl_ext: of op's round g. */
+static inline collie_shm_inline_ext_t *inl_ext_of(collie_comm_t *comm, unsigned lines, int r, uint64_t g) {
   collie_shm_area_t *a = collie_shm_area(comm, r);
-  return inl_wide(op) ? a->inl_wide[g & (COLLIE_SHM_WIDE_SLOTS - 1)] : a->inl_ext[inl_slot(comm, g)];
+  return lines_wide(lines) ? a->inl_wide[g & (COLLIE_SHM_WIDE_SLOTS - 1)] : a->inl_ext[inl_slot(comm, g)];
+}
+static inline collie_shm_inline_ext_t *inl_ext(collie_comm_t *comm, const collie_op_t *op, int r, uint64_t g) {
+  return inl_ext_of(comm, op->nat_inl_lines, r, g);
 }
 
 /* Prefetches the further lines of round g of op in rank r's area. */
