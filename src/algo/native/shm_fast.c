@@ -61,6 +61,20 @@ static const char *bytes_of(collie_comm_t *comm, unsigned lines, int r, uint64_t
   return buf;
 }
 
+/* Bytes [off, off + n) of rank r's round g, from its lines: a reader of one block of an
+ * all-to-all's or reduce-scatter's round fetches only the lines that hold it. */
+static const char *block_of(collie_comm_t *comm, unsigned lines, int r, uint64_t g, size_t off, size_t n) {
+  collie_shm_area_t *a = shm_area_of(comm, r);
+  const char *first = a->inl[inl_slot(comm, g)].data;
+  if (off + n <= COLLIE_SHM_INLINE_FIRST) return first + off;
+  const char *ext = (const char *)inl_ext_of(comm, lines, r, g);
+  if (off >= COLLIE_SHM_INLINE_FIRST) return ext + (off - COLLIE_SHM_INLINE_FIRST);
+  char *buf = comm->shm->inl_bytes + (size_t)r * COLLIE_SHM_INLINE_BYTES; /* straddles the first line's end */
+  memcpy(buf, first + off, COLLIE_SHM_INLINE_FIRST - off);
+  memcpy(buf + (COLLIE_SHM_INLINE_FIRST - off), ext, n - (COLLIE_SHM_INLINE_FIRST - off));
+  return buf;
+}
+
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g) {
   collie_shm_state_t *st = comm->shm;
   const unsigned lines = lines_of(comm, c);
@@ -153,13 +167,13 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
       break;
     case COLLIE_COLL_ALLTOALL: /* block j from rank j's lines, at this rank's place */
       for (int j = 0; j < n; j++) {
-        const char *from = j == me ? send + (size_t)me * block : bytes_of(comm, lines, j, g) + (size_t)me * block;
+        const char *from = j == me ? send + (size_t)me * block : block_of(comm, lines, j, g, (size_t)me * block, block);
         if (recv + (size_t)j * block != from) memcpy(recv + (size_t)j * block, from, block);
       }
       break;
     case COLLIE_COLL_REDUCE_SCATTER: /* this rank's block of every rank's, its own from its send buffer */
       for (int r = 0; r < n; r++)
-        src[r] = r == me ? send + (size_t)me * block : bytes_of(comm, lines, r, g) + (size_t)me * block;
+        src[r] = r == me ? send + (size_t)me * block : block_of(comm, lines, r, g, (size_t)me * block, block);
       shm_fold_with(collie_reduce_kernel(c->dt, c->redop), n, recv, src, me, 0, c->count);
       break;
     case COLLIE_COLL_BROADCAST: /* the root's send buffer, or its lines straight into recv (copy_inline_out) */

@@ -87,24 +87,25 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * inline), and the limit was 17 lines there; since the fast lane takes wide rounds
  * (coll/fast_lane.c) it wins (2 ranks, 3 alternating runs of -n 20000: 2 KiB staged 0.84
  * to 0.94, inline 0.50 to 0.69 on the generic path and 0.32 to 0.43 in the lane; 4 KiB
- * 0.77 to 0.86 staged, 0.51 to 0.56 in the lane). With a CPU per rank the all-gather
- * goes to 33 lines (2 KiB a rank) too: 2 ranks, same runs, staged against the lane, by
- * all-gather size, 1 KiB 0.67 to 0.83 against 0.45 to 0.50, 2 KiB 0.73 to 0.79 against
- * 0.56 to 0.60, 4 KiB 1.03 to 1.11 against 0.84 to 0.90; at 8 KiB (65 lines) 1.29 to 1.42
- * against 1.33 to 1.35, nothing gained. The all-to-all and the reduce-scatter keep 8: a
- * rank reads one block of each peer's round, and a wide round's reader fetched all of it
- * (2 ranks, 4 KiB all-to-all, 65 lines: 1.32 against 0.97 to 1.08 staged; 1 to 2 KiB
- * alike either way). Every rank must choose alike: hence the host's count of CPUs. */
-enum { ALLGATHER_LINES_UNCROWDED = 33 };
+ * 0.77 to 0.86 staged, 0.51 to 0.56 in the lane). With a CPU per rank the all-gather,
+ * all-to-all and reduce-scatter go to 33 lines (2 KiB a rank's round) too: 2 ranks, same
+ * runs, staged against the lane, by all-gather size, 1 KiB 0.67 to 0.83 against 0.45 to
+ * 0.50, 2 KiB 0.73 to 0.79 against 0.56 to 0.60, 4 KiB 1.03 to 1.11 against 0.84 to 0.90,
+ * at 8 KiB (65 lines) 1.29 to 1.42 against 1.33 to 1.35; all-to-all and reduce-scatter,
+ * 3 alternating runs of 8, 17 and 33 lines, 1 KiB 0.88 to 0.93 staged against 0.65 to
+ * 0.67 inline, 2 KiB 0.99 to 1.15 against 0.83 to 0.87 (17 lines still stage there); 4
+ * KiB in 65 lines lost (1.57 to 1.78 against 1.46 to 1.62 staged). Every rank must choose
+ * alike: hence the host's count of CPUs. */
+enum { BLOCKS_LINES_UNCROWDED = 33 };
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
   const collie_proto_t proto = collie_tune_proto(comm); /* COLLIE_PROTO, the same on every rank (settings.c) */
   if (proto == COLLIE_PROTO_SIMPLE) return 0;
   const bool crowded = comm->shm->crowded && proto != COLLIE_PROTO_LL;
   switch (coll) {
     case COLLIE_COLL_BROADCAST: return 1 + COLLIE_SHM_WIDE_EXT;
-    case COLLIE_COLL_ALLGATHER: return crowded ? 4 : ALLGATHER_LINES_UNCROWDED;
+    case COLLIE_COLL_ALLGATHER:
     case COLLIE_COLL_ALLTOALL:
-    case COLLIE_COLL_REDUCE_SCATTER: return crowded ? 4 : COLLIE_SHM_INLINE_LINES_SMALL;
+    case COLLIE_COLL_REDUCE_SCATTER: return crowded ? 4 : BLOCKS_LINES_UNCROWDED;
     default: return COLLIE_SHM_INLINE_LINES_SMALL;
   }
 }
