@@ -409,6 +409,8 @@ collie_result_t collie_broadcast(const void *s, void *r, size_t n, collie_dataty
 }
 collie_result_t collie_reduce(const void *s, void *r, size_t n, collie_datatype_t dt, collie_redop_t op, int root,
                               collie_comm_t *comm) {
+  collie_result_t fast;
+  if (collie_fast_reduce(s, r, n, dt, op, root, comm, &fast)) return fast;
   COLLIE_BLOCKING(collie_ireduce(s, r, n, dt, op, root, comm, &req));
 }
 collie_result_t collie_allgather(const void *s, void *r, size_t n, collie_datatype_t dt, collie_comm_t *comm) {

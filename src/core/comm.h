@@ -87,8 +87,8 @@ struct collie_comm {
     int coll;
     size_t bytes, elem_size;
     const void *algo; /* the collie_algo_t chosen; NULL: none yet */
-    bool fast;        /* an all-reduce, all-gather, reduce-scatter, all-to-all or broadcast of up to 8
-                       * inline lines, or a barrier: the fast lane may run it (coll/fast_lane.c) */
+    bool fast;        /* a collective of one inline round, or a barrier: the fast lane may run it
+                       * (coll/fast_lane.c, collie_fast_lane_serves) */
   } native_memo;
   bool native_direct_logged;   /* the first single-copy shared-memory collective was logged */
   int64_t last_progress_ns;    /* first clock read after progress_count last changed; 0: none yet */

@@ -364,8 +364,8 @@ add_coll_test(coll_runahead_shm_area_4 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE
 add_coll_test(coll_runahead_shm_area_8m_2 300 "COLLIE_ALGO=shm;COLLIE_SHM_COLL_SIZE=8M" ${COLL_RUN} -n 2 --timeout 280
               $<TARGET_FILE:runahead_check> 3000 19)
 
-# The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all and
-# broadcast (src/coll/fast_lane.c) among late ranks,
+# The fast lane of the blocking small all-reduce, reduce, all-gather, reduce-scatter, all-to-all
+# and broadcast (src/coll/fast_lane.c) among late ranks,
 # pending and rooted calls, and calls that differ or never come (fast_lane_check.c). Forced
 # to the shared-memory collectives, where small rooted calls from 3 ranks may go as messages.
 add_executable(fast_lane_check ${CMAKE_CURRENT_LIST_DIR}/fast_lane_check.c)
@@ -375,7 +375,8 @@ add_coll_test(coll_fast_lane_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${FAST_LANE
 foreach(n 2 3 4 8)
   add_coll_test(coll_fast_lane_shm_${n} 300 "COLLIE_ALGO=shm" ${COLL_RUN} -n ${n} --timeout 280 ${FAST_LANE} run 4000 ${n})
 endforeach()
-foreach(what op count dtype barrier barrier-count gather-count gather-alltoall broadcast-root)
+foreach(what op count dtype barrier barrier-count gather-count gather-alltoall broadcast-root reduce-root
+            reduce-noroot)
   add_coll_test(coll_fast_lane_mismatch_${what}_3 60 "COLLIE_EXEC_TIMEOUT=20" ${COLL_RUN} -n 3 --timeout 50
                 ${FAST_LANE} mismatch ${what})
 endforeach()

@@ -64,10 +64,10 @@
  * --fuzz-split: one operation in 48 splits one of the communicators (a color drawn per
  * rank, or none) while others are in flight, runs a case on the new one and destroys it.
  * --fuzz-repeat: one operation in 8 is a run of 2 to 40 blocking all-reduces, all-gathers,
- * reduce-scatters, all-to-alls or broadcasts of one call of at most 40, 488 or 4136 bytes
- * staged per rank, or of barriers (their repeats take the fast lane, src/coll/fast_lane.c, where
- * nothing else is in flight on that communicator); a victim (below) strikes inside such a
- * run.
+ * reduce-scatters, all-to-alls, broadcasts or reduces of one call of at most 40, 488 or
+ * 4136 bytes staged per rank, or of barriers (their repeats take the fast lane,
+ * src/coll/fast_lane.c, where nothing else is in flight on that communicator); a victim
+ * (below) strikes inside such a run.
  * --fuzz-kill R:K: rank R kills itself (SIGKILL) before operation K. Every other rank must
  * then stop with an error naming R's pid, or another survivor's abort, and passes when it
  * does (collie-run then exits 137, the victim's status; see fuzz_kill_verdict).
@@ -1439,10 +1439,10 @@ static bool fuzz_is_run(uint64_t i) {
 }
 
 /* Operation i as a run of 2 to 40 blocking all-reduces, all-gathers, reduce-scatters,
- * all-to-alls or broadcasts (from a root drawn per call) of one call (what a rank stages,
- * its vector or block, or all its blocks, up to 40, 488 or 4136 bytes by turns where the
- * rank count allows: one inline line, up to 8, or up to 65 (a wide slot's); any datatype, sum, prod, max or min: AVG
- * never takes the fast lane) on one communicator, in place or not by turns, each
+ * all-to-alls, broadcasts or reduces (from a root drawn per call) of one call (what a rank
+ * stages, its vector or block, or all its blocks, up to 40, 488 or 4136 bytes by turns
+ * where the rank count allows: one inline line, up to 8, or up to 65, a wide slot's; any
+ * datatype, sum, prod, max or min: AVG never takes the fast lane) on one communicator, in place or not by turns, each
  * verified, or (one run in 4) of barriers; a victim of operation i strikes inside it,
  * where the others are in their fast lanes. Fills *ci and `later` (the last call). False
  * on a failure. */
@@ -1451,8 +1451,8 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
   ctx_t *x = &xs[*ci];
   const collie_datatype_t dt = all_dtypes[fuzz_draw(i, 2) % (sizeof(all_dtypes) / sizeof(all_dtypes[0]))];
   const collie_redop_t op = (collie_redop_t)(fuzz_draw(i, 3) % COLLIE_AVG);
-  static const int kinds[] = {K_ALLREDUCE, K_ALLGATHER, K_REDUCE_SCATTER, K_ALLTOALL, K_BROADCAST};
-  const int kind = kinds[fuzz_draw(i, 61) % 5];
+  static const int kinds[] = {K_ALLREDUCE, K_ALLGATHER, K_REDUCE_SCATTER, K_ALLTOALL, K_BROADCAST, K_REDUCE};
+  const int kind = kinds[fuzz_draw(i, 61) % 6];
   /* reduce-scatter and all-to-all stage a block for every rank */
   const size_t blocks = kind == K_REDUCE_SCATTER || kind == K_ALLTOALL ? (size_t)x->n : 1;
   /* one inline line (40 bytes), up to 8 (488 bytes) or up to 65 (4136, a broadcast's most,
@@ -1471,7 +1471,7 @@ static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char
     case_t c;
     if (barriers) case_init(x, &c, K_BARRIER, dt, op, 0, -1, 0);
     else {
-      const int root = kind == K_BROADCAST ? (int)(fuzz_draw(i, 62 + (uint64_t)k) % (uint64_t)x->n) : -1;
+      const int root = is_rooted(kind) ? (int)(fuzz_draw(i, 62 + (uint64_t)k) % (uint64_t)x->n) : -1;
       case_init(x, &c, kind, dt, op, count, root, fuzz_draw(i, 18 + (uint64_t)k) % 4 == 0);
     }
     case_setup(x, &c);

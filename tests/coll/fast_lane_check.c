@@ -1,13 +1,13 @@
-/* The fast lane of the blocking small all-reduce, all-gather, reduce-scatter, all-to-all,
- * broadcast and the barrier (src/coll/fast_lane.c) among what can meet it. A repeated call
+/* The fast lane of the blocking small all-reduce, reduce, all-gather, reduce-scatter,
+ * all-to-all, broadcast and the barrier (src/coll/fast_lane.c) among what can meet it. A repeated call
  * of one inline round, or a repeated barrier, skips the generic path; whatever the
  * lane cannot finish at once (a late peer, a call that differs, something else pending or
  * deferred) must become the generic path's operation without a trace in the results.
  *
  *   fast_lane_check run ITERATIONS SEED
  *       one seeded random sequence on every rank: runs of repeated all-reduces,
- *       all-gathers, reduce-scatters, all-to-alls or broadcasts (1 to 5, 6 to 60 or 61 to
- *       600 elements a rank of int32, int64, float32 or float64: rounds of one line, of
+ *       all-gathers, reduce-scatters, all-to-alls, broadcasts or reduces (1 to 5, 6 to 60
+ *       or 61 to 600 elements a rank of int32, int64, float32 or float64: rounds of one line, of
  *       up to 8, of up to 65 in a wide slot, or staged; sum, max, min or prod; in place or
  *       not), broken by late ranks
  *       (one sleeps 1 to 3 ms before its call), a nonblocking
@@ -15,7 +15,7 @@
  *       the lane must wait for what they leave: a root's readers, a reduce's deferred
  *       comparison), runs of barriers, and a size change; every result is checked
  *   fast_lane_check mismatch op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall|
- *                   broadcast-root
+ *                   broadcast-root|reduce-root|reduce-noroot
  *       100 matching all-reduces, then the last rank changes the op, the count or the
  *       datatype of the 101st, or calls a barrier instead: every rank must fail with
  *       COLLIE_ERR_MISMATCH within 5 s, naming that call; `barrier-count`: 100 barriers,
@@ -23,7 +23,10 @@
  *       element, then the last rank gathers 3, or calls an all-to-all of one;
  *       `broadcast-root`: 100 broadcasts from rank 0 and a barrier, then the last rank
  *       names itself the root (a barrier follows, where a receiver that got rank 0's data
- *       meets the failure)
+ *       meets the failure); `reduce-root`: the same with reduces, whose other ranks leave
+ *       once they have staged; `reduce-noroot`: 100 reduces from rank 0 and a barrier,
+ *       then rank 0 names rank 1 the root and the others rank 0, so that nobody is: only
+ *       their deferred comparisons with the root they name can find it
  *   fast_lane_check late
  *       (COLLIE_EXEC_TIMEOUT=2) 100 all-reduces, then the last rank sleeps 3 s before the
  *       101st: every other rank must fail with COLLIE_ERR_TIMEOUT within 3 s, naming it
@@ -95,12 +98,13 @@ typedef struct {
   collie_datatype_t dt;
   collie_redop_t op;
   int count;
-  int kind; /* the repeated call: ALLREDUCE, ..., BROADCAST below */
-  int root; /* the broadcast's root, or -1: call `it` has root it % n */
+  int kind; /* the repeated call: ALLREDUCE, ..., REDUCE below */
+  int root; /* the broadcast's or reduce's root, or -1: call `it` has root it % n */
 } ctx_t;
 
-enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, ALLTOALL, BROADCAST, KINDS };
-static const char *const kind_name[KINDS] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast"};
+enum { ALLREDUCE, ALLGATHER, REDUCE_SCATTER, ALLTOALL, BROADCAST, REDUCE, KINDS };
+static const char *const kind_name[KINDS] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all", "broadcast",
+                                             "reduce"};
 
 static int bad(const ctx_t *c, uint64_t it, const char *what, collie_result_t r) {
   fprintf(stderr, "fast_lane_check: rank %d: call %llu, %s: %s\n", c->rank, (unsigned long long)it, what,
@@ -137,7 +141,8 @@ static int64_t block_value(uint64_t it, int from, int to, int j) { return value(
  * In place: the all-gather's block, the reduce-scatter's result and the all-to-all's
  * blocks in the receive buffer (or the send buffer) as the API describes, the broadcast's
  * root with one buffer. The broadcast's root changes from call to call; its other ranks
- * pass no send buffer every other call. */
+ * pass no send buffer every other call. So does a reduce's root, whose other ranks pass no
+ * receive buffer every other call (and must find the one they pass untouched). */
 static int blocks(const ctx_t *c, uint64_t it, bool in_place) {
   static int64_t sbuf[MAX_RANKS * MAX_COUNT], rbuf[MAX_RANKS * MAX_COUNT];
   char *in = (char *)sbuf, *out = (char *)rbuf;
@@ -153,6 +158,13 @@ static int blocks(const ctx_t *c, uint64_t it, bool in_place) {
     r = collie_broadcast(me == root || it % 2 ? in : NULL, dst, (size_t)k, c->dt, root, c->comm);
     for (int j = 0; !r && j < k; j++)
       if (get(dst, c->dt, j) != value(it, root, j)) return bad(c, it, "broadcast", 0);
+  } else if (c->kind == REDUCE) {
+    const int root = c->root >= 0 ? c->root : (int)(it % (uint64_t)n);
+    for (int j = 0; j < k; j++) put(in, c->dt, j, value(it, me, j));
+    char *dst = in_place && me == root ? in : out;
+    r = collie_reduce(in, me == root || it % 2 ? dst : NULL, (size_t)k, c->dt, c->op, root, c->comm);
+    for (int j = 0; !r && j < k; j++)
+      if (get(dst, c->dt, j) != (me == root ? expect(it, n, j, c->op) : -7)) return bad(c, it, "reduce", 0);
   } else if (c->kind == ALLGATHER) {
     char *mine = in_place ? out + (size_t)me * k * esz : in;
     for (int j = 0; j < k; j++) put(mine, c->dt, j, value(it, me, j));
@@ -228,18 +240,20 @@ static int run(ctx_t *c, uint64_t iterations, uint64_t seed) {
 /* After 100 matching calls the last rank makes the 101st differ, or come 3 s late. */
 static int misfit(ctx_t *c, const char *what) {
   const bool barriers = !strcmp(what, "barrier-count"), gathers = !strncmp(what, "gather-", 7);
-  const bool roots = !strcmp(what, "broadcast-root");
+  const bool noroot = !strcmp(what, "reduce-noroot");
+  const bool roots = !strcmp(what, "broadcast-root") || !strcmp(what, "reduce-root") || noroot;
   if (gathers) c->kind = ALLGATHER, c->count = 1;
-  if (roots) c->kind = BROADCAST, c->count = 1, c->root = 0;
+  if (roots) c->kind = !strcmp(what, "broadcast-root") ? BROADCAST : REDUCE, c->count = 1, c->root = 0;
   for (uint64_t it = 0; it < 100; it++) {
     collie_result_t r = barriers ? collie_barrier(c->comm) : COLLIE_SUCCESS;
     if (r) return bad(c, it, "barrier", r);
     if (!barriers && call(c, it, false)) return 1;
   }
   /* A root runs up to the inline slots (128 where ranks outnumber CPUs) ahead of its
-   * readers, and its readers need only the root: two of three ranks could reach the
-   * differing call while the third was still at the first, which then meets the failure
-   * there. A barrier keeps them together: the differing call is then #102. */
+   * readers, and its readers need only the root (a reduce's other ranks run ahead of their
+   * root alike): two of three ranks could reach the differing call while the third was
+   * still at the first, which then meets the failure there. A barrier keeps them
+   * together: the differing call is then #102. */
   if (roots) {
     collie_result_t r = collie_barrier(c->comm);
     if (r) return bad(c, 100, "barrier", r);
@@ -253,7 +267,8 @@ static int misfit(ctx_t *c, const char *what) {
   else if (last && (!strcmp(what, "barrier") || barriers)) barrier = !barrier;
   else if (last && !strcmp(what, "gather-count")) c->count = 3;
   else if (last && !strcmp(what, "gather-alltoall")) c->kind = ALLTOALL;
-  else if (last && roots) c->root = c->n - 1; /* two roots: rank 0 and this one */
+  else if (noroot && c->rank == 0) c->root = 1; /* no root: rank 0 names 1, the others 0 */
+  else if (last && roots && !noroot) c->root = c->n - 1; /* two roots: rank 0 and this one */
   else if (!late && !barriers && !roots && strcmp(what, "op") && strcmp(what, "count") && strcmp(what, "dtype") &&
            strcmp(what, "barrier") && strcmp(what, "gather-count") && strcmp(what, "gather-alltoall"))
     return 2;
@@ -264,8 +279,10 @@ static int misfit(ctx_t *c, const char *what) {
                       : c->kind == ALLGATHER ? collie_allgather(in, out, (size_t)c->count, c->dt, c->comm)
                       : c->kind == ALLTOALL  ? collie_alltoall(in, out, 1, c->dt, c->comm)
                       : c->kind == BROADCAST ? collie_broadcast(in, in, 1, c->dt, c->root, c->comm)
+                      : c->kind == REDUCE    ? collie_reduce(in, out, 1, c->dt, c->op, c->root, c->comm)
                                              : collie_allreduce(in, out, (size_t)c->count, c->dt, c->op, c->comm);
-  /* a receiver of the true root may finish first: the barrier after it meets the failure */
+  /* a receiver of the true root (a reduce's other rank) may finish first: the barrier after
+   * it meets the failure */
   if (roots && !r) r = collie_barrier(c->comm);
   const double dt = now_s() - t0;
   const char *msg = collie_get_last_error(c->comm);
@@ -280,7 +297,8 @@ static int misfit(ctx_t *c, const char *what) {
 int main(int argc, char **argv) {
   if (argc < 2 || (!strcmp(argv[1], "run") && argc != 4) || (!strcmp(argv[1], "mismatch") && argc != 3)) {
     fprintf(stderr, "usage: fast_lane_check run ITERATIONS SEED | mismatch "
-                    "op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall|broadcast-root | late\n");
+                    "op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall|broadcast-root|"
+                    "reduce-root|reduce-noroot | late\n");
     return 2;
   }
   ctx_t c = {.dt = COLLIE_FLOAT32, .op = COLLIE_SUM, .count = 2, .root = -1};

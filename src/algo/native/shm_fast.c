@@ -10,13 +10,14 @@
 #include "reduce/reduce.h"
 
 /* The bytes of a rank's inline round, from which collie_native_prepare counts its lines:
- * the vector (all-reduce, broadcast) or block (all-gather), or every block of the send
+ * the vector (all-reduce, reduce, broadcast) or block (all-gather), or every block of the send
  * buffer (reduce-scatter, all-to-all). */
 static size_t round_bytes(const collie_comm_t *comm, const collie_fast_call_t *c) {
   const size_t block = c->count * collie_datatype_size(c->dt);
   switch (c->coll) {
     case COLLIE_COLL_BROADCAST:
     case COLLIE_COLL_ALLREDUCE:
+    case COLLIE_COLL_REDUCE:
     case COLLIE_COLL_ALLGATHER: return block;
     case COLLIE_COLL_REDUCE_SCATTER:
     case COLLIE_COLL_ALLTOALL: return block * (size_t)comm->nranks;
@@ -80,11 +81,13 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
   const unsigned lines = lines_of(comm, c);
   const uint64_t r = comm->native_rounds;
   const uint64_t back = lines_wide(lines) ? COLLIE_SHM_WIDE_SLOTS : st->inl_slots; /* reuse_distance's */
-  /* advance's conditions for staging round r, met at once: no comparison deferred (and
-   * none that would hold the slot), and everyone has finished with this slot's previous
-   * round (known when the last round waited for everyone's staging; after a broadcast,
-   * whose root does not wait, from the others' `done`) */
-  if (st->verify_lo != st->verify_hi || r + 1 >= st->verify_lo + st->inl_slots) return -1;
+  /* advance's conditions for staging round r, met at once: no comparison deferred that
+   * would hold the slot (and none at all but before a reduce: finish would skip them), and
+   * everyone has finished with this slot's previous round (known when the last round
+   * waited for everyone's staging; after a broadcast, whose root does not wait, or a
+   * reduce's other ranks, from the others' `done`) */
+  if ((c->coll != COLLIE_COLL_REDUCE && st->verify_lo != st->verify_hi) || r + 1 >= st->verify_lo + st->inl_slots)
+    return -1;
   if (!comm->native_prev_all && r >= back && !shm_done_seen(comm, r - back + 1)) return -1;
   *seq = ++comm->coll_seq;
   *g = r;
@@ -112,9 +115,11 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
 }
 
 /* Whom this rank waits for and compares its call with: everyone, or in a broadcast the
- * root alone, and the root nobody (shm_native.c, must_meet). */
+ * root alone, and the root nobody; in a reduce the root everyone, and the others nobody:
+ * they compare their call with the root's later (shm_native.c, must_meet, defers_check). */
 static bool meets(const collie_comm_t *comm, const collie_fast_call_t *c, int r) {
   if (r == comm->rank) return false;
+  if (c->coll == COLLIE_COLL_REDUCE) return comm->rank == c->root;
   return c->coll != COLLIE_COLL_BROADCAST || (comm->rank != c->root && r == c->root);
 }
 
@@ -146,7 +151,7 @@ int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c,
   return 1;
 }
 
-void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
+int collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
   const unsigned i = inl_slot(comm, g), lines = lines_of(comm, c);
   const int me = comm->rank, n = comm->nranks;
   const size_t block = c->count * collie_datatype_size(c->dt);
@@ -154,6 +159,10 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
   char *recv = c->recvbuf;
   const char *src[n];
   switch (c->coll) {
+    case COLLIE_COLL_REDUCE:
+      if (me != c->root) break;
+      /* the root reduces as an all-reduce does */
+      /* fall through */
     case COLLIE_COLL_ALLREDUCE:
       for (int r = 0; r < n; r++) src[r] = bytes_of(comm, lines, r, g);
       /* every rank's vector, its own staged too, from rank 0 on (drain): equal bits everywhere */
@@ -189,11 +198,17 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
     default: break; /* a barrier */
   }
   collie_shm_state_t *st = comm->shm;
-  st->verify_lo = st->verify_hi = g + 1;
-  shm_store(comm, COLLIE_SHM_DONE, g + 1);
+  int woke = 0;
+  if (c->coll == COLLIE_COLL_REDUCE) { /* its other ranks defer their comparison; earlier ones may be pending */
+    woke = collie_native_fast_done(comm, c, g);
+    if (woke < 0) return -1;
+  } else { /* nothing deferred (fast_publish): `done` at once */
+    st->verify_lo = st->verify_hi = g + 1;
+    shm_store(comm, COLLIE_SHM_DONE, g + 1);
+  }
   /* whether this round waited for everyone's staging (drain_waits_all) */
-  comm->native_prev_all = c->coll != COLLIE_COLL_BROADCAST;
-  collie_shm_notify_others(comm);
+  comm->native_prev_all = c->coll != COLLIE_COLL_BROADCAST && (c->coll != COLLIE_COLL_REDUCE || me == c->root);
+  if (!woke) collie_shm_notify_others(comm);
   /* A root that runs ahead asks for the lines of its next round now (claim_next_round:
    * not a wide round's). */
   const uint64_t next = g + 1, back = st->inl_slots;
@@ -204,4 +219,5 @@ void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c,
     for (unsigned l = 1; l < lines; l++) shm_prefetch_write(comm, &a->inl_ext[inl_slot(comm, next)][l - 1]);
   }
   comm->progress_count++;
+  return 0;
 }

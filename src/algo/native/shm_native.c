@@ -571,6 +571,17 @@ static int verify_deferred(collie_comm_t *comm, collie_op_t *op) {
   return 1;
 }
 
+int collie_native_settle(collie_comm_t *comm) {
+  return collie_native_deferred(comm) ? verify_deferred(comm, NULL) : 0;
+}
+
+int collie_native_fast_done(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g) {
+  collie_shm_state_t *st = comm->shm;
+  if (c->coll == COLLIE_COLL_REDUCE && comm->rank != c->root) st->verify_root[inl_slot(comm, g)] = c->root + 1;
+  st->verify_hi = g + 1;
+  return verify_deferred(comm, NULL);
+}
+
 bool collie_native_deferred(const collie_comm_t *comm) {
   return comm->shm && comm->shm->verify_lo < comm->shm->verify_hi;
 }

@@ -54,8 +54,8 @@ void collie_native_prepare(struct collie_op *op, const collie_coll_args_t *args)
  * last ones. */
 void collie_native_number(collie_comm_t *comm, struct collie_op *op);
 
-/* The fast lane of the blocking small collectives (all-reduce, all-gather, reduce-scatter,
- * all-to-all, broadcast) and the barrier (shm_fast.c, coll/fast_lane.c):
+/* The fast lane of the blocking small collectives (all-reduce, reduce, all-gather,
+ * reduce-scatter, all-to-all, broadcast) and the barrier (shm_fast.c, coll/fast_lane.c):
  * a call that runs without an operation while its peers answer at once. */
 typedef struct {
   collie_coll_t coll; /* one of those (a barrier: no data, count 0) */
@@ -65,22 +65,29 @@ typedef struct {
   size_t bytes;       /* the size the cost model weighs (the memo's: collie_coll_call_t) */
   collie_datatype_t dt;
   collie_redop_t redop; /* COLLIE_SUM where the collective does not reduce */
-  int root;             /* a broadcast's; -1 otherwise */
+  int root;             /* a broadcast's or reduce's; -1 otherwise */
 } collie_fast_call_t;
 /* Under comm->lock, with no operation pending: stages the call as the first and only round
  * of an inline call (wide beyond COLLIE_SHM_INLINE_LINES_SMALL lines), as advance would, and
  * numbers it (the collective's seq, its round *g). -1, with nothing changed, where the
  * round would first have to wait for something (the generic path then does it). */
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g);
-/* Whether every other rank (a broadcast's receiver: its root; its root: nobody) has staged
+/* Whether every other rank (a broadcast's receiver: its root; its root and a reduce's
+ * other ranks: nobody) has staged
  * round g: 1 with the same call, 0 not yet (*late: the first rank that has not), -1 some
  * rank's call differs, or a broadcast root's claim of operation seq failed (the generic
  * path explains either). */
 int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g, uint64_t seq, int *late);
 /* Round g arrived everywhere: moves it into the receive buffer as drain does (reducing
  * where the collective reduces) and finishes it as publish_done does, waking sleeping
- * peers. */
-void collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g);
+ * peers. <0 after failing the communicator (a reduce's earlier call differed from its
+ * root's): the generic path then reports it. */
+int collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g);
+/* finish's publish_done for a reduce (shm_native.c): its other ranks defer the comparison
+ * of round g with the root's; `done` follows as far as the deferred comparisons allow.
+ * >0 if `done` moved (the peers were woken), 0 if not, <0 after failing the
+ * communicator. */
+int collie_native_fast_done(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g);
 /* The fast lane's call, turned into an operation after all (a peer is late, or differs):
  * op, prepared, takes round g, staged already, in the state advance left it (a small
  * reduction's, a barrier's, or an all-gather's, reduce-scatter's, all-to-all's or
@@ -94,6 +101,9 @@ int collie_native_progress(collie_comm_t *comm);
  * roots' (shm_native.c, defers_check): the progress pass and collie_comm_synchronize go on
  * until none is left. */
 bool collie_native_deferred(const collie_comm_t *comm);
+/* Compares as many of them as their roots allow, publishing `done` as far as it may (as a
+ * progress pass does). <0 after failing the communicator. */
+int collie_native_settle(collie_comm_t *comm);
 /* The communicator failed: nothing is left to compare. */
 void collie_native_drop_deferred(collie_comm_t *comm);
 /* The root whose call the oldest deferred comparison waits for (it has not entered that
