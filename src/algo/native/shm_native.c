@@ -74,7 +74,7 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * (8 ranks, 480 B all-to-all: 7.9 us inline against 6.4 staged); a broadcast's root runs
  * up to 128 rounds ahead in inline rounds and 2 in staged ones, which keeps it off its
  * CPU's queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged). The small
- * reductions fold every line and keep all 8 everywhere. A broadcast goes further, to 4 KiB
+ * reductions fold every line and keep all 8 everywhere (the all-reduce more, below). A broadcast goes further, to 4 KiB
  * (65 lines, in a wide slot: transport/shm.h): its readers wait for the root alone, and in
  * inline rounds the root runs up to 32 rounds ahead instead of the area's 8 slots (and
  * with more ranks than CPUs keeps its core that long). 2 cores, us, staged (or the
@@ -94,18 +94,26 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * at 8 KiB (65 lines) 1.29 to 1.42 against 1.33 to 1.35; all-to-all and reduce-scatter,
  * 3 alternating runs of 8, 17 and 33 lines, 1 KiB 0.88 to 0.93 staged against 0.65 to
  * 0.67 inline, 2 KiB 0.99 to 1.15 against 0.83 to 0.87 (17 lines still stage there); 4
- * KiB in 65 lines lost (1.57 to 1.78 against 1.46 to 1.62 staged). Every rank must choose
- * alike: hence the host's count of CPUs. */
-enum { BLOCKS_LINES_UNCROWDED = 33 };
+ * KiB in 65 lines lost (1.57 to 1.78 against 1.46 to 1.62 staged). The all-reduce takes
+ * 33 lines too, with more ranks than CPUs as well (3 alternating runs of 8 and 33 lines,
+ * us: 2 ranks, 512 B 0.87 to 0.93 against 0.50 to 0.54, 1 KiB 1.00 to 1.17 against 0.62
+ * to 0.66, 2 KiB 1.05 to 1.11 against 0.86 to 0.88, 4 KiB in 65 lines 1.44 to 1.65
+ * against 1.38 to 1.41; 4 ranks on 2 cores, 1 KiB 3.1 to 5.3 against 2.5 to 4.3, 2 KiB
+ * 4.2 to 5.4 against 3.5 to 4.7; 8 ranks, 1 KiB, 12.7 and 18.1 against 8.3 and 9.9). The
+ * reduce keeps 8: its other ranks run ahead of the root through the slots, and the cost
+ * model counts on that up to COLLIE_SHM_INLINE_SMALL_BYTES (tune/cost_model.c). Every
+ * rank must choose alike: hence the host's count of CPUs. */
+enum { WIDE_LINES = 33 };
 static size_t inline_lines_max(const collie_comm_t *comm, collie_coll_t coll) {
   const collie_proto_t proto = collie_tune_proto(comm); /* COLLIE_PROTO, the same on every rank (settings.c) */
   if (proto == COLLIE_PROTO_SIMPLE) return 0;
   const bool crowded = comm->shm->crowded && proto != COLLIE_PROTO_LL;
   switch (coll) {
     case COLLIE_COLL_BROADCAST: return 1 + COLLIE_SHM_WIDE_EXT;
+    case COLLIE_COLL_ALLREDUCE: return WIDE_LINES;
     case COLLIE_COLL_ALLGATHER:
     case COLLIE_COLL_ALLTOALL:
-    case COLLIE_COLL_REDUCE_SCATTER: return crowded ? 4 : BLOCKS_LINES_UNCROWDED;
+    case COLLIE_COLL_REDUCE_SCATTER: return crowded ? 4 : WIDE_LINES;
     default: return COLLIE_SHM_INLINE_LINES_SMALL;
   }
 }
