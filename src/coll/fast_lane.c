@@ -30,7 +30,8 @@
  * against the lane: all-reduce 0.58 to 0.74 against 0.36 to 0.45, broadcast 0.45 to 0.53
  * against 0.19 to 0.25, all-gather 0.50 to 0.61 against 0.26 to 0.39; Open MPI 0.52 to
  * 0.67, 0.20 to 0.29, 0.39 to 0.48). Wide rounds too, of 9 to 65 lines (a broadcast's up
- * to 4 KiB; an all-gather's, all-to-all's or reduce-scatter's up to 2 KiB a rank:
+ * to 4 KiB; an all-reduce's, all-gather's, all-to-all's or reduce-scatter's up to 2 KiB a
+ * rank:
  * shm_native.c, inline_lines_max, has the figures; 2 ranks, 2 KiB broadcast 0.84 to 0.94
  * us staged, 0.32 to 0.43 in the lane).
  *

@@ -106,7 +106,8 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
     [COLLIE_P_PROTO] = {"COLLIE_PROTO", COLLIE_PT_STRING, NULL,
                         "Protocol of the shared-memory collectives for calls of a few cache lines per rank: "
                         "ll carries them in the lines with the flag (up to 488 bytes per rank for a "
-                        "reduce, 2088 for the others, 4136 for a broadcast), simple stages them behind separate counters, auto (unset) chooses by size. "
+                        "reduce, 2088 for the others, 4136 for a broadcast), simple stages them behind "
+                        "separate counters, auto (unset) chooses by size. "
                         "Messages always travel as simple. Other names are refused.", NULL},
     [COLLIE_P_TUNING_FILE] = {"COLLIE_TUNING_FILE", COLLIE_PT_STRING, NULL,
                               "Cost-model figures (alpha, beta per transport, gamma) written by collie-tune; "

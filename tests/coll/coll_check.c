@@ -1442,10 +1442,10 @@ static bool fuzz_is_run(uint64_t i) {
  * all-to-alls, broadcasts or reduces (from a root drawn per call) of one call (what a rank
  * stages, its vector or block, or all its blocks, up to 40, 488 or 4136 bytes by turns
  * where the rank count allows: one inline line, up to 8, or up to 65, a wide slot's; any
- * datatype, sum, prod, max or min: AVG never takes the fast lane) on one communicator, in place or not by turns, each
- * verified, or (one run in 4) of barriers; a victim of operation i strikes inside it,
- * where the others are in their fast lanes. Fills *ci and `later` (the last call). False
- * on a failure. */
+ * datatype, sum, prod, max or min: AVG never takes the fast lane) on one communicator, in
+ * place or not by turns, each verified, or (one run in 4) of barriers; a victim of
+ * operation i strikes inside it, where the others are in their fast lanes. Fills *ci and
+ * `later` (the last call). False on a failure. */
 static bool fuzz_repeat_run(ctx_t *xs, uint64_t i, int world_rank, int *ci, char *later, size_t len) {
   *ci = (int)(fuzz_draw(i, 8) % FUZZ_COMMS);
   ctx_t *x = &xs[*ci];

@@ -1,19 +1,20 @@
 /* The fast lane of the blocking small all-reduce, reduce, all-gather, reduce-scatter,
- * all-to-all, broadcast and the barrier (src/coll/fast_lane.c) among what can meet it. A repeated call
- * of one inline round, or a repeated barrier, skips the generic path; whatever the
- * lane cannot finish at once (a late peer, a call that differs, something else pending or
- * deferred) must become the generic path's operation without a trace in the results.
+ * all-to-all, broadcast and the barrier (src/coll/fast_lane.c) among what can meet it. A
+ * repeated call of one inline round, or a repeated barrier, skips the generic path;
+ * whatever the lane cannot finish at once (a late peer, a call that differs, something
+ * else pending or deferred) must become the generic path's operation without a trace in
+ * the results.
  *
  *   fast_lane_check run ITERATIONS SEED
  *       one seeded random sequence on every rank: runs of repeated all-reduces,
  *       all-gathers, reduce-scatters, all-to-alls, broadcasts or reduces (1 to 5, 6 to 60
- *       or 61 to 600 elements a rank of int32, int64, float32 or float64: rounds of one line, of
- *       up to 8, of up to 65 in a wide slot, or staged; sum, max, min or prod; in place or
- *       not), broken by late ranks
- *       (one sleeps 1 to 3 ms before its call), a nonblocking
- *       all-reduce pending under a blocking one, small broadcasts and reduces (after which
- *       the lane must wait for what they leave: a root's readers, a reduce's deferred
- *       comparison), runs of barriers, and a size change; every result is checked
+ *       or 61 to 600 elements a rank of int32, int64, float32 or float64: rounds of one
+ *       line, of up to 8, of up to 65 in a wide slot, or staged; sum, max, min or prod; in
+ *       place or not), broken by late ranks (one sleeps 1 to 3 ms before its call), a
+ *       nonblocking all-reduce pending under a blocking one, small broadcasts and
+ *       reduces (after which the lane must wait for what they leave: a root's readers, a
+ *       reduce's deferred comparison), runs of barriers, and a size change; every result
+ *       is checked
  *   fast_lane_check mismatch op|count|dtype|barrier|barrier-count|gather-count|gather-alltoall|
  *                   broadcast-root|reduce-root|reduce-noroot
  *       100 matching all-reduces, then the last rank changes the op, the count or the

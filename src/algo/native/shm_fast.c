@@ -10,8 +10,8 @@
 #include "reduce/reduce.h"
 
 /* The bytes of a rank's inline round, from which collie_native_prepare counts its lines:
- * the vector (all-reduce, reduce, broadcast) or block (all-gather), or every block of the send
- * buffer (reduce-scatter, all-to-all). */
+ * the vector (all-reduce, reduce, broadcast) or block (all-gather), or every block of the
+ * send buffer (reduce-scatter, all-to-all). */
 static size_t round_bytes(const collie_comm_t *comm, const collie_fast_call_t *c) {
   const size_t block = c->count * collie_datatype_size(c->dt);
   switch (c->coll) {

@@ -74,13 +74,13 @@ bool collie_native_usable(const collie_comm_t *comm, const collie_coll_args_t *a
  * (8 ranks, 480 B all-to-all: 7.9 us inline against 6.4 staged); a broadcast's root runs
  * up to 128 rounds ahead in inline rounds and 2 in staged ones, which keeps it off its
  * CPU's queue (4 ranks on 2 cores, 8 lines: 0.49 us inline against 0.95 staged). The small
- * reductions fold every line and keep all 8 everywhere (the all-reduce more, below). A broadcast goes further, to 4 KiB
- * (65 lines, in a wide slot: transport/shm.h): its readers wait for the root alone, and in
- * inline rounds the root runs up to 32 rounds ahead instead of the area's 8 slots (and
- * with more ranks than CPUs keeps its core that long). 2 cores, us, staged (or the
- * binomial tree, the cost model's choice there with more ranks than CPUs) against inline,
- * 4 alternating pairs of -n 10000, the CPUs 0.05 to 0.35 us apart (line_probe): 2 ranks, 1
- * KiB 0.19 to 0.64 against 0.13 to 0.33; 4 ranks, 512 B 0.81 to 1.14 against 0.35 to 0.71,
+ * reductions fold every line and keep all 8 everywhere (the all-reduce more, below). A
+ * broadcast goes further, to 4 KiB (65 lines, in a wide slot: transport/shm.h): its
+ * readers wait for the root alone, and in inline rounds the root runs up to 32 rounds
+ * ahead instead of the area's 8 slots (and with more ranks than CPUs keeps its core that
+ * long). 2 cores, us, staged (or the binomial tree, the cost model's choice there with
+ * more ranks than CPUs) against inline, 4 alternating pairs of -n 10000, the CPUs 0.05 to
+ * 0.35 us apart (line_probe): 2 ranks, 1 KiB 0.19 to 0.64 against 0.13 to 0.33; 4 ranks, 512 B 0.81 to 1.14 against 0.35 to 0.71,
  * 4 KiB 1.05 to 1.71 against 0.70 to 1.19; 8 ranks, 4 KiB 2.36 to 3.55 against 1.19 to
  * 1.83 (docs/algorithms.md has the table). With a CPU per rank, 2 KiB (33 lines) lost at
  * first where the CPUs were 0.33 us apart (0.54 to 0.57 staged against 0.60 to 0.68

@@ -68,8 +68,8 @@ typedef struct {
   int root;             /* a broadcast's or reduce's; -1 otherwise */
 } collie_fast_call_t;
 /* Under comm->lock, with no operation pending: stages the call as the first and only round
- * of an inline call (wide beyond COLLIE_SHM_INLINE_LINES_SMALL lines), as advance would, and
- * numbers it (the collective's seq, its round *g). -1, with nothing changed, where the
+ * of an inline call (wide beyond COLLIE_SHM_INLINE_LINES_SMALL lines), as advance would,
+ * and numbers it (the collective's seq, its round *g). -1, with nothing changed, where the
  * round would first have to wait for something (the generic path then does it). */
 int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t *seq, uint64_t *g);
 /* Whether every other rank (a broadcast's receiver: its root; its root and a reduce's
