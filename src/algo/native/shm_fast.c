@@ -82,12 +82,10 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
   const uint64_t r = comm->native_rounds;
   const uint64_t back = lines_wide(lines) ? COLLIE_SHM_WIDE_SLOTS : st->inl_slots; /* reuse_distance's */
   /* advance's conditions for staging round r, met at once: no comparison deferred that
-   * would hold the slot (and none at all but before a reduce: finish would skip them), and
-   * everyone has finished with this slot's previous round (known when the last round
-   * waited for everyone's staging; after a broadcast, whose root does not wait, or a
-   * reduce's other ranks, from the others' `done`) */
-  if ((c->coll != COLLIE_COLL_REDUCE && st->verify_lo != st->verify_hi) || r + 1 >= st->verify_lo + st->inl_slots)
-    return -1;
+   * would hold the slot, and everyone has finished with this slot's previous round (known
+   * when the last round waited for everyone's staging; after a broadcast, whose root does
+   * not wait, or a reduce's other ranks, from the others' `done`) */
+  if (r + 1 >= st->verify_lo + st->inl_slots) return -1;
   if (!comm->native_prev_all && r >= back && !shm_done_seen(comm, r - back + 1)) return -1;
   *seq = ++comm->coll_seq;
   *g = r;
@@ -197,21 +195,16 @@ int collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, 
       break;
     default: break; /* a barrier */
   }
-  collie_shm_state_t *st = comm->shm;
-  int woke = 0;
-  if (c->coll == COLLIE_COLL_REDUCE) { /* its other ranks defer their comparison; earlier ones may be pending */
-    woke = collie_native_fast_done(comm, c, g);
-    if (woke < 0) return -1;
-  } else { /* nothing deferred (fast_publish): `done` at once */
-    st->verify_lo = st->verify_hi = g + 1;
-    shm_store(comm, COLLIE_SHM_DONE, g + 1);
-  }
+  /* publish_done's: `done` as far as the deferred comparisons allow (a reduce's other ranks
+   * defer theirs; earlier ones may still wait for their roots) */
+  const int woke = collie_native_fast_done(comm, c, g);
+  if (woke < 0) return -1;
   /* whether this round waited for everyone's staging (drain_waits_all) */
   comm->native_prev_all = c->coll != COLLIE_COLL_BROADCAST && (c->coll != COLLIE_COLL_REDUCE || me == c->root);
   if (!woke) collie_shm_notify_others(comm);
   /* A root that runs ahead asks for the lines of its next round now (claim_next_round:
    * not a wide round's). */
-  const uint64_t next = g + 1, back = st->inl_slots;
+  const uint64_t next = g + 1, back = comm->shm->inl_slots;
   if (c->coll == COLLIE_COLL_BROADCAST && me == c->root && !lines_wide(lines) &&
       (next < back || comm->native_done_seen >= next - back + 1)) {
     collie_shm_area_t *a = shm_area_of(comm, me);

@@ -80,13 +80,12 @@ int collie_native_fast_publish(collie_comm_t *comm, const collie_fast_call_t *c,
 int collie_native_fast_arrived(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g, uint64_t seq, int *late);
 /* Round g arrived everywhere: moves it into the receive buffer as drain does (reducing
  * where the collective reduces) and finishes it as publish_done does, waking sleeping
- * peers. <0 after failing the communicator (a reduce's earlier call differed from its
- * root's): the generic path then reports it. */
+ * peers. <0 after failing the communicator (a reduce's call, its comparison deferred,
+ * differed from its root's): the generic path then reports it. */
 int collie_native_fast_finish(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g);
-/* finish's publish_done for a reduce (shm_native.c): its other ranks defer the comparison
- * of round g with the root's; `done` follows as far as the deferred comparisons allow.
- * >0 if `done` moved (the peers were woken), 0 if not, <0 after failing the
- * communicator. */
+/* finish's publish_done (shm_native.c): a reduce's other ranks defer the comparison of
+ * round g with the root's; `done` follows as far as the deferred comparisons allow. >0 if
+ * `done` moved (the peers were woken), 0 if not, <0 after failing the communicator. */
 int collie_native_fast_done(collie_comm_t *comm, const collie_fast_call_t *c, uint64_t g);
 /* The fast lane's call, turned into an operation after all (a peer is late, or differs):
  * op, prepared, takes round g, staged already, in the state advance left it (a small
