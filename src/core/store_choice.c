@@ -35,9 +35,15 @@ void collie_store_init(collie_store_choice_t *c) {
   if (m && !strcasecmp(m, "streaming")) c->mode = COLLIE_STORES_STREAMING;
 }
 
+void collie_store_init_even(collie_store_choice_t *c) {
+  collie_store_init(c);
+  c->even = true;
+}
+
 bool collie_store_streams(const collie_store_choice_t *c) {
   if (c->mode != COLLIE_STORES_AUTO) return c->mode == COLLIE_STORES_STREAMING;
   const double ordinary = c->ns_per_kib[0], streamed = c->ns_per_kib[1];
+  if (c->even) return streamed && streamed < ordinary;
   return streamed && ordinary > STREAM_RATIO * streamed && ordinary - streamed > STREAM_GAIN_NS_PER_KIB;
 }
 

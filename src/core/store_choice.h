@@ -26,10 +26,15 @@ typedef struct collie_store_choice {
   double ns_per_kib[2]; /* recent cost of ordinary [0] and streaming [1] copies; 0: none yet */
   uint32_t copies;      /* copies chosen for */
   bool trying;          /* the last choice tried the kind that currently costs more */
+  bool even;            /* the cheaper kind wins, by any margin (collie_store_init_even) */
 } collie_store_choice_t;
 
 /* A choice as COLLIE_SHM_STORES sets it, with no costs yet. */
 void collie_store_init(collie_store_choice_t *c);
+/* The same for copies only this core reads next, out of a buffer other cores wrote into a
+ * buffer larger than the caches (the shared-memory collectives' drains): there the
+ * writer's clock sees the whole cost of either kind, and the cheaper wins. */
+void collie_store_init_even(collie_store_choice_t *c);
 
 /* Whether copies use streaming stores now (explorations aside), for stores that go with
  * them without being timed. */

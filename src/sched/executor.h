@@ -56,6 +56,7 @@ typedef struct collie_op {
   bool native;
   bool nat_small, nat_in_place, nat_checked;
   bool nat_inline; /* one round staged in the area's inline lines (transport/shm.h) */
+  bool nat_drain_streams; /* this round's copies out of staging stream (shm_native.c, drain) */
   uint8_t nat_inl_lines; /* how many: the first, and further ones for more than 40 bytes */
   bool nat_may_direct, nat_direct, nat_unstaged; /* the single-copy path (shm_direct.c) */
   uint8_t nat_phase;

@@ -321,6 +321,7 @@ collie_result_t collie_shm_create(collie_comm_t *comm) {
   if (!st) return collie_init_no_memory(comm, comm->rank, "its shared-memory state");
   comm->shm = st;
   collie_store_init(&st->fill_stores);
+  for (int i = 0; i < COLLIE_SHM_DRAIN_KINDS; i++) collie_store_init_even(&st->drain_stores[i]);
   ring_geometry(&st->nslots, &st->slot_size);
   st->seg_bytes = rings_bytes(comm->nlocal);
   st->crowded = host_crowded(comm->nlocal);

@@ -194,6 +194,9 @@ _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start o
 /* A piece of a large reduction folded in private memory while staging copies stream: it
  * stays in the first-level cache through the ranks' passes (algo/native/shm_native.c). */
 #define COLLIE_SHM_FOLD_PIECE (16 * 1024)
+/* The collectives whose drains copy out of staging, each timing its own copies: all-reduce
+ * and reduce, broadcast, all-gather, all-to-all. */
+enum { COLLIE_SHM_DRAIN_KINDS = 4 };
 
 typedef struct collie_shm_state {
   collie_shm_seg_hdr_t *mine;
@@ -226,6 +229,9 @@ typedef struct collie_shm_state {
   int32_t verify_root[COLLIE_SHM_INLINE_SLOTS];
   char *inl_bytes;   /* per rank, COLLIE_SHM_INLINE_BYTES: an inline round's bytes in one piece */
   collie_store_choice_t fill_stores; /* how the collectives' staging copies store (core/store_choice.h) */
+  /* how copies out of staging into large receive buffers store, per collective
+   * (shm_native.c, drain_stores_of) */
+  collie_store_choice_t drain_stores[COLLIE_SHM_DRAIN_KINDS];
   char *fold_piece; /* COLLIE_SHM_FOLD_PIECE bytes: a reduction folded here, then streamed into staging */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB (also when unset:
                      * measured), 2 also all-gather and broadcast */

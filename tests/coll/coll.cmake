@@ -397,8 +397,9 @@ add_coll_test(coll_page_offset_ring_3 200 "COLLIE_SHM_CMA=0;COLLIE_ALGO=ring" ${
 
 # Streaming stores into the staging buffers and ring slots (COLLIE_SHM_STORES), which the
 # automatic choice takes only while the ranks sit on distant cores: every shared-memory
-# collective, and the message algorithms through the rings.
-add_coll_test(coll_shm_streaming_stores_4 300 "COLLIE_SHM_STORES=streaming;COLLIE_ALGO=shm" ${COLL_RUN} -n 4
+# collective, and the message algorithms through the rings. With COLLIE_STREAM_BYTES=1 the
+# shared-memory collectives' copies out of staging into the receive buffers stream too.
+add_coll_test(coll_shm_streaming_stores_4 300 "COLLIE_SHM_STORES=streaming;COLLIE_STREAM_BYTES=1;COLLIE_ALGO=shm" ${COLL_RUN} -n 4
               --timeout 280 ${COLL_CHECK} --dtypes quick --big)
 add_coll_test(coll_ring_streaming_stores_3 300 "COLLIE_SHM_STORES=streaming;COLLIE_SHM_CMA=0;COLLIE_ALGO=ring"
               ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK} --dtypes quick --big)

@@ -2,7 +2,8 @@
  * costs measured on the AMD VM: with neighbouring cores it keeps ordinary stores, with
  * distant ones it moves to streaming stores, and it comes back within a few explorations
  * when the placement changes back; copies below COLLIE_STORE_CHOICE_MIN never stream, and
- * one interrupted copy does not turn the choice; COLLIE_SHM_STORES fixes the kind. */
+ * one interrupted copy does not turn the choice; an even choice takes the cheaper kind by
+ * any margin; COLLIE_SHM_STORES fixes the kind. */
 #include <stdlib.h>
 
 #include "core/params.h"
@@ -46,6 +47,18 @@ int main(void) {
   collie_store_record(&c, false, PIECE, 4000000);
   s = run(&c, COLLIE_STORE_EXPLORE - 4, 50, 60, COLLIE_STORE_EXPLORE - 4);
   EXPECTF(s <= 1, "after an interrupted copy: %d of %d copies streamed", s, COLLIE_STORE_EXPLORE - 4);
+  /* An even choice (copies out of staging) takes the cheaper kind by any margin, where
+   * the biased one above keeps ordinary stores: streaming but for the explorations at 60
+   * against 50 ns/KiB, ordinary at 50 against 60, and streaming again. */
+  collie_store_choice_t even;
+  collie_store_init_even(&even);
+  s = run(&even, 640, 60, 50, 512);
+  EXPECTF(s >= 512 - 512 / COLLIE_STORE_EXPLORE - 1, "even, streaming cheaper: only %d of the last 512 streamed", s);
+  s = run(&even, 640, 50, 60, 512);
+  EXPECTF(s <= 512 / COLLIE_STORE_EXPLORE + 1, "even, ordinary cheaper: %d of the last 512 copies streamed", s);
+  s = run(&even, 3 * COLLIE_STORE_EXPLORE, 60, 50, 2 * COLLIE_STORE_EXPLORE);
+  EXPECTF(s >= 2 * COLLIE_STORE_EXPLORE - 2, "even, streaming cheaper again: only %d of the last %d streamed", s,
+          2 * COLLIE_STORE_EXPLORE);
   /* Small copies are never timed and never stream. */
   collie_store_choice_t small;
   collie_store_init(&small);

@@ -171,11 +171,10 @@ static inline void shm_publish(collie_comm_t *comm, const collie_op_t *op, int c
 }
 
 /* A copy into a receive buffer: streaming stores when op's is larger than the caches
- * (core/copy.h) and src is a user buffer, not a staging buffer hot in a core's cache:
- * out of the staging area they lost (2 ranks, 64 MiB allgather 7.2 ms against memcpy's
- * 6.8; 16 MiB 1.75 against 1.27). */
+ * (core/copy.h) and src is a user buffer; out of a staging buffer, as the round's drain
+ * chose by their cost (shm_native.c). */
 static inline void shm_put(const collie_op_t *op, char *dst, const char *src, size_t n, bool staged) {
-  if (dst != src && n) collie_copy(dst, src, n, op->stream && !staged);
+  if (dst != src && n) collie_copy(dst, src, n, staged ? op->nat_drain_streams : op->stream);
 }
 
 /* dst[0..n) = src[first] + off, then reduce with every other rank's src[r] + off, in rank
