@@ -131,7 +131,7 @@ static const formula_t formulas[] = {
   {C(BROADCAST),      "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    1,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
    "alpha + n beta"},
   {C(ALLGATHER),      "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
-   "alpha + (p-1)/p n beta"},
+   "alpha + (p-1)/p n beta; from n = 32 MiB 3/4 of the beta term"},
   {C(REDUCE_SCATTER), "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    0,  0,  1,    0,  0,  1,    0,  0,    0,  0,  0,
    "alpha + (p-1)/p n beta + (p-1)/p n gamma"},
   {C(ALLTOALL),       "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
@@ -235,6 +235,17 @@ static double single_sync_bytes(const collie_tune_ctx_t *ctx, collie_coll_t coll
   }
 }
 
+/* From this size (the whole call's) an all-gather through the shared area costs 3/4 of
+ * what its bytes cost elsewhere: its copies out of staging into a receive buffer larger
+ * than the caches may stream (shm_native.c, drain_stores_of), while the message
+ * algorithms' copies (process_vm_readv, or out of a ring slot) read every destination
+ * line first. Intel VM, 2 ranks, out of place, ms, shm against rd, 2 runs of -n 6 to 8:
+ * 32 MiB 4.3 and 4.5 against 5.9 and 5.9, 64 MiB 8.7 and 9.1 against 11.9 and 12.4 (with
+ * COLLIE_SHM_CMA=0 4.1 and 4.1 against 6.2 and 5.8, 8.9 and 8.6 against 12.8 and 12.1);
+ * 16 MiB level (1.9 and 1.9 against 2.0 and 1.8), 8 MiB rd ahead (0.82 and 0.86 against
+ * 0.87 and 0.90). With more ranks than cores the area wins there anyway. */
+#define AREA_STREAMED_ALLGATHER_MIN (32.0 * 1024 * 1024)
+
 /* A TREE's (the binomial reduce's) bytes and reductions. At each level a sender stages
  * its partial result (over shared memory half a message byte's beta: the copy in) while
  * its parent reduces straight from the staging (gamma: the reduction's read is the copy
@@ -334,6 +345,7 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
     /* A large broadcast whose receivers' buffers the root can write shares its copying:
      * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
     if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_split_min && n >= (double)ctx->bcast_split_min) sent = n * frac;
+    if (coll == COLLIE_COLL_ALLGATHER && n >= AREA_STREAMED_ALLGATHER_MIN) sent *= 0.75;
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
     if (msgs == 1 && per_rank <= single_sync_bytes(ctx, coll)) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {
