@@ -195,8 +195,8 @@ _Static_assert(sizeof(collie_shm_area_t) % 64 == 0, "the staging buffers start o
  * stays in the first-level cache through the ranks' passes (algo/native/shm_native.c). */
 #define COLLIE_SHM_FOLD_PIECE (16 * 1024)
 /* The collectives whose drains copy out of staging, each timing its own copies: all-reduce
- * and reduce, broadcast, all-gather, all-to-all. */
-enum { COLLIE_SHM_DRAIN_KINDS = 4 };
+ * and reduce, broadcast, all-gather, all-to-all, reduce-scatter. */
+enum { COLLIE_SHM_DRAIN_KINDS = 5 };
 
 typedef struct collie_shm_state {
   collie_shm_seg_hdr_t *mine;
