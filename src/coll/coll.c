@@ -235,6 +235,7 @@ collie_result_t collie_coll_post(collie_comm_t *comm, collie_coll_args_t *args, 
   }
   op->sched_users = users;
   op->stream = collie_coll_streams(comm, recv_bytes(args));
+  op->stream_timed = collie_coll_streams(comm, 2 * recv_bytes(args));
   if (native) {
     collie_native_prepare(op, args);
     /* the memo is this call's now: whether its repeats may take the fast lane */

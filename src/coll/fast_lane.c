@@ -136,6 +136,7 @@ static collie_result_t adopt_and_wait(collie_comm_t *comm, const collie_fast_cal
   collie_op_t *op = collie_op_create(comm, collie_coll_no_steps(), false, c->sendbuf, c->recvbuf, c->coll, c->count,
                                      c->dt, c->redop, c->root, &frame);
   op->stream = collie_coll_streams(comm, c->bytes);
+  op->stream_timed = collie_coll_streams(comm, 2 * c->bytes);
   collie_native_prepare(op, &a);
   collie_request_t *req;
   collie_op_adopt(comm, op, &req, seq, g);

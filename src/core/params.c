@@ -78,13 +78,14 @@ const collie_param_desc_t collie_param_table[COLLIE_NUM_PARAMS] = {
                              "store: auto times them and uses streaming (non-temporal) stores while ordinary ones "
                              "cost far more, as when the reading rank sits on a distant core; ordinary or "
                              "streaming always. It fixes the kind of the collectives' copies out of staging into "
-                             "receive buffers of COLLIE_STREAM_BYTES and more too (auto: the cheaper lately).",
+                             "receive buffers of half COLLIE_STREAM_BYTES and more too (auto: the cheaper lately).",
                              "auto,ordinary,streaming"},
     [COLLIE_P_STREAM_BYTES] = {"COLLIE_STREAM_BYTES", COLLIE_PT_SIZE, "16M",
                                "Collectives whose receive buffer is at least this big write it with non-temporal "
                                "(streaming) stores, which skip reading the destination into the cache first, when "
-                               "they copy from a buffer in memory (the caller's or a peer's), and out of the "
-                               "shared-memory collectives' staging area when that costs less (timed); 0: never. "
+                               "they copy from a buffer in memory (the caller's or a peer's), and from half this size "
+                               "out of the shared-memory collectives' staging area when that costs less (timed); "
+                               "0: never. "
                                "The size holds for 2 ranks on a host, which share its caches: "
                                "with n ranks it is 2/n of it, at least half (4 ranks and more).", NULL},
     [COLLIE_P_SPREAD_RANKS] = {"COLLIE_SPREAD_RANKS", COLLIE_PT_INT, "1",

@@ -46,6 +46,9 @@ typedef struct collie_op {
   /* The receive buffer is larger than the caches: receives and local copies write it with
    * streaming stores (core/copy.h), which skip reading it into the cache first. */
   bool stream;
+  /* The receive buffer is at least half that large: the shared-memory collectives' copies
+   * out of staging time both kinds of stores and keep the cheaper (shm_native.c). */
+  bool stream_timed;
   /* A ready copy whose bytes a ready send carries too: the send writes them to the copy's
    * destination on its way (collie_xfer_t.tee); the copy then moves only the rest. */
   collie_xfer_t *tee_send;

@@ -131,7 +131,7 @@ static const formula_t formulas[] = {
   {C(BROADCAST),      "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    1,  0,  0,    0,  0,  0,    0,  0,    0,  0,  0,
    "alpha + n beta"},
   {C(ALLGATHER),      "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
-   "alpha + (p-1)/p n beta; from n = 32 MiB 3/4 of the beta term"},
+   "alpha + (p-1)/p n beta; from n = 16 MiB 3/4 of the beta term"},
   {C(REDUCE_SCATTER), "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    0,  0,  1,    0,  0,  1,    0,  0,    0,  0,  0,
    "alpha + (p-1)/p n beta + (p-1)/p n gamma"},
   {C(ALLTOALL),       "shm",               PIPE_AREA,   0,   false, false, 1,  0,  0,    0,  0,  1,    0,  0,  0,    0,  0,    0,  0,  0,
@@ -236,15 +236,16 @@ static double single_sync_bytes(const collie_tune_ctx_t *ctx, collie_coll_t coll
 }
 
 /* From this size (the whole call's) an all-gather through the shared area costs 3/4 of
- * what its bytes cost elsewhere: its copies out of staging into a receive buffer larger
- * than the caches may stream (shm_native.c, drain_stores_of), while the message
- * algorithms' copies (process_vm_readv, or out of a ring slot) read every destination
- * line first. Intel VM, 2 ranks, out of place, ms, shm against rd, 2 runs of -n 6 to 8:
- * 32 MiB 4.3 and 4.5 against 5.9 and 5.9, 64 MiB 8.7 and 9.1 against 11.9 and 12.4 (with
- * COLLIE_SHM_CMA=0 4.1 and 4.1 against 6.2 and 5.8, 8.9 and 8.6 against 12.8 and 12.1);
- * 16 MiB level (1.9 and 1.9 against 2.0 and 1.8), 8 MiB rd ahead (0.82 and 0.86 against
- * 0.87 and 0.90). With more ranks than cores the area wins there anyway. */
-#define AREA_STREAMED_ALLGATHER_MIN (32.0 * 1024 * 1024)
+ * what its bytes cost elsewhere: its copies out of staging into a receive buffer that
+ * large may stream (shm_native.c, drain_stores_of), while the message algorithms' copies
+ * (process_vm_readv, or out of a ring slot) read every destination line first. Intel VM,
+ * 2 ranks, out of place, ms, shm against rd, 2 or 3 runs of -n 6 to 10: 16 MiB 2.0 to 2.2
+ * against 2.6 to 3.0, 32 MiB 4.3 and 4.5 against 5.9 and 5.9, 64 MiB 8.7 and 9.1 against
+ * 11.9 and 12.4 (with COLLIE_SHM_CMA=0 4.1 and 4.1 against 6.2 and 5.8, 8.9 and 8.6
+ * against 12.8 and 12.1); 8 MiB level out of place (0.88 to 1.00 against 0.90 to 1.12)
+ * and rd ahead in place (0.40 to 0.51 against 0.64 to 0.67). With more ranks than cores
+ * the area wins there anyway. */
+#define AREA_STREAMED_ALLGATHER_MIN (16.0 * 1024 * 1024)
 
 /* A TREE's (the binomial reduce's) bytes and reductions. At each level a sender stages
  * its partial result (over shared memory half a message byte's beta: the copy in) while

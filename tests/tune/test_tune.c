@@ -351,9 +351,9 @@ static void test_choice(void) {
     for (size_t b = 2 * COLLIE_CMA_MIN; b <= (4u << 20); b *= 2)
       EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, b, NULL), "shm"), "allgather, 2 ranks, CMA, %zu B: %s",
               b, first(&ctx, &none, COLLIE_COLL_ALLGATHER, b, NULL));
-    /* ... and from 32 MiB on, where the area's copies out stream, shm again, with CMA and
+    /* ... and from 16 MiB on, where the area's copies out stream, shm again, with CMA and
      * without. */
-    for (size_t b = 32u << 20; b <= (64u << 20); b *= 2) {
+    for (size_t b = 16u << 20; b <= (64u << 20); b *= 2) {
       EXPECTF(!strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, b, NULL), "shm"), "allgather, 2 ranks, CMA, %zu B: %s",
               b, first(&ctx, &none, COLLIE_COLL_ALLGATHER, b, NULL));
       ctx.cma_msgs = false;
@@ -361,8 +361,8 @@ static void test_choice(void) {
               first(&ctx, &none, COLLIE_COLL_ALLGATHER, b, NULL));
       ctx.cma_msgs = true;
     }
-    EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 16u << 20, NULL), "shm"),
-            "allgather, 2 ranks, CMA, 16 MiB: %s", first(&ctx, &none, COLLIE_COLL_ALLGATHER, 16u << 20, NULL));
+    EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 8u << 20, NULL), "shm"),
+            "allgather, 2 ranks, CMA, 8 MiB: %s", first(&ctx, &none, COLLIE_COLL_ALLGATHER, 8u << 20, NULL));
     ctx.cma_msgs = false;
     ctx.nranks = 16;
     const char *flat = first(&ctx, &none, COLLIE_COLL_REDUCE, 64u << 20, NULL);

@@ -418,23 +418,29 @@ static void copy_own_block(collie_comm_t *comm, collie_op_t *op, uint64_t k) {
           false);
 }
 
-/* How a round's copies out of staging into a receive buffer larger than the caches
- * (op->stream) store: ordinary stores read each destination line first, streaming ones
- * skip that but leave nothing in the cache, and which costs less depends on the machine
- * and the collective, so each collective's drains time themselves (core/store_choice.h,
- * the cheaper kind wins). 2 ranks, out of place, us, two alternating runs of -n 10,
- * ordinary against streaming stores: all-reduce 16 MiB 4433 and 4634 against 3383 and
- * 3497, 64 MiB 18807 and 19565 against 15099 and 15412; in place, where ordinary stores
- * find the lines in the cache, 13518 and 13565 against 14205 and 13829. 4 ranks on 2 cores, 64 MiB, two runs of -n 4: all-gather 19805 and
- * 20137 against 13381 and 15077 (in place 18058 and 18781 against 11658 and 12238),
- * broadcast 29160 and 21082 against 17475 and 16835, all-reduce 40183 and 40821 against
- * 33818 and 33089. 2 ranks, all-gather 64 MiB, 3 runs: 11293 to 11641 against 11748 to
- * 12404. A reduce-scatter folds its block a piece at a time into private memory and
- * streams each piece out, or folds straight into the receive buffer: 2 ranks, 64 MiB, 3
- * runs each kind forced, 11.2 to 11.9 ms against 11.8 to 13.0; 4 ranks alike. NULL: the
- * round copies nothing out of staging, or into a small buffer. */
+/* How a round's copies out of staging into a receive buffer about as large as the caches
+ * or larger (op->stream_timed: from half the size where the other copies stream) store:
+ * ordinary stores read each destination line first, streaming ones skip that but leave
+ * nothing in the cache, and which costs less depends on the machine, the collective and
+ * the size, so each collective's drains time themselves (core/store_choice.h, the cheaper
+ * kind wins). Intel VM, out of place, ms, alternating runs, ordinary against
+ * streaming stores: 2 ranks, all-reduce 16 MiB 4.4 and 4.6 against 3.4 and 3.5, 64 MiB
+ * 18.8 and 19.6 against 15.1 and 15.4 (in place, where ordinary stores find the lines in
+ * the cache, 13.5 and 13.6 against 13.8 and 14.2); 4 ranks on 2 cores, 64 MiB: all-gather
+ * 19.8 and 20.1 against 13.4 and 15.1 (in place 18.1 and 18.8 against 11.7 and 12.2),
+ * broadcast 29.2 and 21.1 against 17.5 and 16.8, all-reduce 40.2 and 40.8 against 33.8
+ * and 33.1; 2 ranks, all-gather 64 MiB 11.3 to 11.6 against 11.7 to 12.4 (3 runs). A
+ * reduce-scatter folds its block a piece at a time into private memory and streams each
+ * piece out, or folds straight into the receive buffer: 2 ranks, 64 MiB, 3 runs with each
+ * kind forced, 11.8 to 13.0 against 11.2 to 11.9; 4 ranks alike. Timed from half the
+ * streaming size, against from that size: 2 ranks, all-reduce 8 MiB 1.7 to 1.8 against
+ * 2.2 to 2.3 (4 MiB, still below, alike); 4 ranks, 4 MiB, all-gather 0.72 to 0.74 against
+ * 0.96 to 1.12, broadcast 0.91 to 0.99 against 1.11 to 1.29, all-reduce 2.0 to 2.1
+ * against 2.6 to 2.8; 2 ranks, 8 MiB broadcast 1.7 to 2.1 against 1.6 to 1.9 and
+ * reduce-scatter alike. NULL: the round copies nothing out of staging, or into a small
+ * buffer. */
 static collie_store_choice_t *drain_stores_of(collie_comm_t *comm, const collie_op_t *op) {
-  if (!op->stream || op->nat_inline) return NULL;
+  if (!op->stream_timed || op->nat_inline) return NULL;
   collie_store_choice_t *kinds = comm->shm->drain_stores;
   switch (op->coll) {
     /* in place, the round has just read the receive lines: they are in the cache */
