@@ -232,7 +232,7 @@ typedef struct collie_shm_state {
   /* how copies out of staging into large receive buffers store, per collective
    * (shm_native.c, drain_stores_of) */
   collie_store_choice_t drain_stores[COLLIE_SHM_DRAIN_KINDS];
-  char *fold_piece; /* COLLIE_SHM_FOLD_PIECE bytes: a reduction folded here, then streamed into staging */
+  char *fold_piece; /* COLLIE_SHM_FOLD_PIECE bytes: a reduction folded here, then streamed out (shm_native.c) */
   int cma_mode;     /* COLLIE_SHM_CMA: 0 never, 1 messages and all-to-all from 64 KiB (also when unset:
                      * measured), 2 also all-gather and broadcast */
   uint64_t cma_probe[2]; /* the value peers read to probe CMA (until settled) */
