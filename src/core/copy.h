@@ -31,8 +31,8 @@ static inline bool collie_copy_aliases(const void *dst, const void *src, size_t 
   return n >= COLLIE_COPY_ALIAS_MIN && ((((uintptr_t)dst - (uintptr_t)src) & 4095) - 1) < 63;
 }
 
-/* memcpy, or collie_copy_stream when `stream` (the destination is larger than the caches
- * and the source is not a staging buffer hot in a core's cache). */
+/* memcpy, or collie_copy_stream when `stream` (the destination is larger than the caches;
+ * out of a staging buffer hot in a core's cache, only where timing chose it). */
 static inline void collie_copy(void *dst, const void *src, size_t n, bool stream) {
   if (stream)
     collie_copy_stream(dst, src, n);
