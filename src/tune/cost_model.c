@@ -247,6 +247,15 @@ static double single_sync_bytes(const collie_tune_ctx_t *ctx, collie_coll_t coll
  * the area wins there anyway. */
 #define AREA_STREAMED_ALLGATHER_MIN (16.0 * 1024 * 1024)
 
+/* From this size an all-to-all through the shared area costs 0.9 of what its bytes cost as
+ * messages, where those go through the ring too (not by CMA: ctx->cma_msgs): the area
+ * stages its rounds in slots (shm_native.c, layout) and its copies out may stream.
+ * AMD EPYC VM, 2 ranks, out of place, us, medians of 5 alternating runs, shm against
+ * pairwise: 4 MiB 264 against 304, 8 MiB 933 against 1118, 16 MiB 1923 against 2140, 64
+ * MiB 8577 against 9691; 1 and 2 MiB the other way (53.8 against 46.5, 103 against 86),
+ * 128 to 512 KiB alike. */
+#define AREA_ALLTOALL_MIN (4.0 * 1024 * 1024)
+
 /* A TREE's (the binomial reduce's) bytes and reductions. At each level a sender stages
  * its partial result (over shared memory half a message byte's beta: the copy in) while
  * its parent reduces straight from the staging (gamma: the reduction's read is the copy
@@ -347,6 +356,7 @@ double collie_tune_estimate(const collie_tune_ctx_t *ctx, collie_coll_t coll, co
      * the root and each receiver copy (p-1)/p n (algo/native/shm_direct.c). */
     if (coll == COLLIE_COLL_BROADCAST && ctx->bcast_split_min && n >= (double)ctx->bcast_split_min) sent = n * frac;
     if (coll == COLLIE_COLL_ALLGATHER && n >= AREA_STREAMED_ALLGATHER_MIN) sent *= 0.75;
+    if (coll == COLLIE_COLL_ALLTOALL && !ctx->cma_msgs && n >= AREA_ALLTOALL_MIN) sent *= 0.9;
     const double per_rank = coll == COLLIE_COLL_ALLGATHER ? n / p : n;
     if (msgs == 1 && per_rank <= single_sync_bytes(ctx, coll)) msgs = 0.7;
   } else if (f->pipe == PIPE_STREAM) {

@@ -364,6 +364,17 @@ static void test_choice(void) {
     EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLGATHER, 8u << 20, NULL), "shm"),
             "allgather, 2 ranks, CMA, 8 MiB: %s", first(&ctx, &none, COLLIE_COLL_ALLGATHER, 8u << 20, NULL));
     ctx.cma_msgs = false;
+    /* The 2-rank all-to-all: messages from 1 MiB to 2 MiB, the area's slots from 4 MiB,
+     * unless messages copy once by CMA. */
+    for (size_t b = 1u << 20; b <= (64u << 20); b *= 2) {
+      const bool area = b >= (4u << 20);
+      EXPECTF(!strcmp(first(&ctx, &none, COLLIE_COLL_ALLTOALL, b, NULL), "shm") == area, "alltoall, 2 ranks, %zu B: %s",
+              b, first(&ctx, &none, COLLIE_COLL_ALLTOALL, b, NULL));
+      ctx.cma_msgs = true;
+      EXPECTF(strcmp(first(&ctx, &none, COLLIE_COLL_ALLTOALL, b, NULL), "shm"), "alltoall, 2 ranks, CMA, %zu B: %s", b,
+              first(&ctx, &none, COLLIE_COLL_ALLTOALL, b, NULL));
+      ctx.cma_msgs = false;
+    }
     ctx.nranks = 16;
     const char *flat = first(&ctx, &none, COLLIE_COLL_REDUCE, 64u << 20, NULL);
     EXPECTF(!strcmp(flat, "shm") || !strcmp(flat, "chain"), "reduce, 16 ranks with a core each, 64 MiB: %s", flat);
