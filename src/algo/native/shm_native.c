@@ -189,7 +189,7 @@ static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g
   memcpy(inl_ext(comm, op, comm->rank, g), ext_bytes(buf), (size_t)(op->nat_inl_lines - 1) * COLLIE_SHM_INLINE_NEXT);
 }
 
-/* The area's two layouts. Most collectives stage round g in buffer g mod 2 (its first
+/* The area's two layouts. A collective may stage round g in buffer g mod 2 (its first
  * round_size bytes). A staged broadcast cuts both buffers into slots of its round's size
  * and stages round g in slot g mod slots: with a 1 MiB area, 8 slots of 256 KiB, so that
  * the root runs up to 8 rounds ahead of its readers instead of 2, and with more ranks than
@@ -214,6 +214,10 @@ static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g
  * out of place, 478 against 406 in place). With a 256 KiB area both layouts are the
  * same. */
 enum { LAYOUT_BUFFERS, LAYOUT_SLOTS };
+
+/* A slot's bytes: a broadcast's round. */
+static size_t slot_bytes(const collie_comm_t *comm) { return round_bytes(comm, COLLIE_COLL_BROADCAST); }
+
 static int layout(const collie_op_t *op) {
   const collie_comm_t *comm = op->comm;
   switch (op->coll) {
@@ -223,13 +227,13 @@ static int layout(const collie_op_t *op) {
     case COLLIE_COLL_REDUCE_SCATTER:
     case COLLIE_COLL_ALLTOALL:
       /* a round (a piece of every block) must fit a slot: not in rounds of 1 MiB */
-      return comm->shm->round_size <= round_bytes(comm, COLLIE_COLL_BROADCAST) ? LAYOUT_SLOTS : LAYOUT_BUFFERS;
+      return comm->shm->round_size <= slot_bytes(comm) ? LAYOUT_SLOTS : LAYOUT_BUFFERS;
     default: return LAYOUT_BUFFERS;
   }
 }
 
 static uint64_t area_slots(const collie_comm_t *comm) {
-  const uint64_t k = 2 * comm->shm->area_size / round_bytes(comm, COLLIE_COLL_BROADCAST);
+  const uint64_t k = 2 * comm->shm->area_size / slot_bytes(comm);
   return k < 2 ? 2 : k;
 }
 
@@ -250,7 +254,7 @@ static char *staged(collie_comm_t *comm, const collie_op_t *op, int rank, uint64
   if (op->nat_inline) return inline_bytes(comm, op, rank, round);
   char *area = collie_shm_area_buf(shm_area_of(comm, rank), 0, comm->shm->area_size);
   if (layout(op) == LAYOUT_SLOTS)
-    return area + (size_t)(round % area_slots(comm)) * round_bytes(comm, COLLIE_COLL_BROADCAST);
+    return area + (size_t)(round % area_slots(comm)) * slot_bytes(comm);
   return area + (size_t)(round & 1) * comm->shm->area_size;
 }
 
