@@ -59,9 +59,9 @@ endforeach()
 add_coll_test(coll_fuzz_repeat_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 500 --fuzz-bytes 1M
               --fuzz-repeat)
 add_coll_test(coll_fuzz_4 300 "" ${COLL_RUN} -n 4 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 4M)
-# Two ranks with a CPU each: the staged all-reduce, reduce-scatter and all-to-all take the
-# area's slots there (shm_native.c, layout), the multi-round all-gather its two buffers,
-# so consecutive calls switch between the layouts.
+# Two ranks with a CPU each: the staged all-reduce, all-gather, reduce-scatter and
+# all-to-all take the area's slots there (shm_native.c, layout), the staged reduce its two
+# buffers, so consecutive calls switch between the layouts.
 add_coll_test(coll_fuzz_2 300 "" ${COLL_RUN} -n 2 --timeout 280 ${COLL_CHECK} --fuzz 1000 --fuzz-bytes 4M --seed 4)
 add_coll_test(coll_fuzz_stream_3 300 "COLLIE_STREAM_BYTES=1" ${COLL_RUN} -n 3 --timeout 280 ${COLL_CHECK}
               --fuzz 600 --fuzz-bytes 4M --seed 2)

@@ -199,12 +199,15 @@ static void spread_inline(collie_comm_t *comm, const collie_op_t *op, uint64_t g
  * rewrites lines a peer read two calls ago waits while the peer's copies are invalidated,
  * one line at a time, and 8 slots leave the peer time to drop them (2 ranks, 256 KiB,
  * medians of 6 alternating runs: 18.7 us against 10.1, the staging copy alone 14 us
- * against 5.6; the drain's 3.4 either way). Larger all-gathers keep the two buffers, whose
- * lines stay in the caches between rounds, and so do all-gathers with more ranks than CPUs
- * (4 ranks on 2 cores, 4 and 16 MiB: 5 to 13% slower in slots). The all-reduce, the
- * reduce-scatter and the all-to-all, whose rounds wait for every rank's staging, take
- * slots for the same reason wherever a round fits one (not in the rounds of 1 MiB that
- * ranks outnumbering the CPUs take): AMD EPYC VM, 2 ranks, us, medians of 4 to 6
+ * against 5.6; the drain's 3.4 either way), and so does a larger one (AMD EPYC VM, 2
+ * ranks, us, medians of 6 alternating runs in each order, buffers against slots, out of
+ * place (in place): 4 MiB 241 and 253 against 206 and 256 (189 and 185 against 136 and
+ * 144), 16 MiB 1899 and 2045 against 1735 and 1957, 64 MiB 8174 and 8470 against 7672
+ * and 8131 (5600 and 5906 against 5317 and 5764)). All-gathers with more ranks than CPUs
+ * keep the two buffers (4 ranks on 2 cores, 4 and 16 MiB: 5 to 13% slower in slots). The
+ * all-reduce, the reduce-scatter and the all-to-all, whose rounds wait for every rank's
+ * staging, take slots for the same reason wherever a round fits one (not in the rounds of
+ * 1 MiB that ranks outnumbering the CPUs take): same VM, 2 ranks, us, medians of 4 to 6
  * alternating runs, buffers against slots, out of place (in place): all-to-all 256 KiB
  * 20.6 against 13.7 (23.9 against 10.6), 1 MiB 79.7 against 48.3 (93.1 against 35.8),
  * 4 MiB 364 against 224 (362 against 132), 64 MiB 9249 against 8879 (5093 against 4241);
@@ -222,7 +225,7 @@ static int layout(const collie_op_t *op) {
   const collie_comm_t *comm = op->comm;
   switch (op->coll) {
     case COLLIE_COLL_BROADCAST: return LAYOUT_SLOTS;
-    case COLLIE_COLL_ALLGATHER: return op->nat_nrounds == 1 && !comm->shm->crowded ? LAYOUT_SLOTS : LAYOUT_BUFFERS;
+    case COLLIE_COLL_ALLGATHER: return comm->shm->crowded ? LAYOUT_BUFFERS : LAYOUT_SLOTS;
     case COLLIE_COLL_ALLREDUCE:
     case COLLIE_COLL_REDUCE_SCATTER:
     case COLLIE_COLL_ALLTOALL:
